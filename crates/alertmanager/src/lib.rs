@@ -1,0 +1,1 @@
+//! Alertmanager push client of assertwatch (work in progress).

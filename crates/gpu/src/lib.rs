@@ -1,0 +1,1 @@
+//! GPU layer of assertwatch (work in progress).

@@ -20,12 +20,20 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str, write: Callable[[object], None], mode: int = 0o640) -> Tuple[int, str]:
+def atomic_write(
+    path: str,
+    write: Callable[[object], None],
+    mode: int = 0o640,
+    fsync: bool = True,
+    sync_dir: bool = True,
+) -> Tuple[int, str]:
     """Write a file so that readers see either the old content or all of the new one.
 
     ``write`` receives a binary file object. The data goes to ``<path>.tmp-<pid>``, is flushed and
-    fsynced, then renamed over ``path``; the directory is fsynced last. Returns (bytes, sha256 hex)
-    of what was written, hashed on the way out so the file is never read back.
+    (with ``fsync``) fsynced, then renamed over ``path``; with ``sync_dir`` the directory is fsynced
+    last. Returns (bytes, sha256 hex) of what was written, hashed on the way out so the file is
+    never read back. The rename alone already protects against the writing process dying; the
+    fsyncs also protect against a kernel crash or power loss.
     """
     directory = os.path.dirname(path) or "."
     tmp = f"{path}.tmp-{os.getpid()}"
@@ -35,7 +43,8 @@ def atomic_write(path: str, write: Callable[[object], None], mode: int = 0o640) 
             sink = _HashingWriter(raw)
             write(sink)
             raw.flush()
-            os.fsync(raw.fileno())
+            if fsync:
+                os.fsync(raw.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -43,12 +52,15 @@ def atomic_write(path: str, write: Callable[[object], None], mode: int = 0o640) 
         except OSError:
             pass
         raise
-    fsync_dir(directory)
+    if fsync and sync_dir:
+        fsync_dir(directory)
     return sink.count, sink.digest.hexdigest()
 
 
-def atomic_write_bytes(path: str, data: bytes, mode: int = 0o640) -> Tuple[int, str]:
-    return atomic_write(path, lambda f: f.write(data), mode)
+def atomic_write_bytes(
+    path: str, data: bytes, mode: int = 0o640, fsync: bool = True, sync_dir: bool = True
+) -> Tuple[int, str]:
+    return atomic_write(path, lambda f: f.write(data), mode, fsync=fsync, sync_dir=sync_dir)
 
 
 class _HashingWriter:

@@ -343,10 +343,9 @@ def _check_replay(rp: Any) -> None:
     _int(rp.get("requires_world_size", 1), "replay.requires_world_size", 1, 1_000_000)
     est = rp.get("estimates")
     if est is not None:
-        _obj(est, "replay.estimates", (), ("step_seconds", "gpu_memory_bytes", "state_bytes"))
+        _obj(est, "replay.estimates", (), ("step_seconds", "gpu_memory_bytes"))
         _number(est.get("step_seconds"), "replay.estimates.step_seconds", nullable=True)
         _int(est.get("gpu_memory_bytes"), "replay.estimates.gpu_memory_bytes", 0, MAX_SAFE_INT, nullable=True)
-        _int(est.get("state_bytes"), "replay.estimates.state_bytes", 0, MAX_SAFE_INT, nullable=True)
 
 
 def _check_extra(extra: Any) -> None:

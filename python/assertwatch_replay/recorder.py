@@ -204,6 +204,7 @@ class Recorder:
         seed: Optional[int] = None,
         compiled: bool = False,
         enabled: bool = True,
+        durable: bool = True,
     ):
         if not isinstance(keep, int) or isinstance(keep, bool) or not 1 <= keep <= 100:
             raise RecorderError("keep must be an integer between 1 and 100")
@@ -212,6 +213,7 @@ class Recorder:
         if not mf.ENTRYPOINT_RE.match(entrypoint or ""):
             raise RecorderError(f"entrypoint {entrypoint!r} must look like 'package.module:function'")
         self.enabled = enabled
+        self.durable = durable
         self.job = job
         self.keep = keep
         self.entrypoint = entrypoint
@@ -287,10 +289,13 @@ class Recorder:
 
         doc = self._manifest(step, epoch, batch_index, files, model_state, sorted(rng))
         mf.validate(doc)
+        if self.durable:
+            fsync_dir(entry)  # the state files' names are on disk before the commit
         manifest_path = os.path.join(entry, mf.MANIFEST_NAME)
-        atomic_write_bytes(manifest_path, mf.dumps(doc))  # the commit point
+        atomic_write_bytes(manifest_path, mf.dumps(doc), fsync=self.durable)  # the commit point
+        # latest.json is a hint for readers; listing ring/ is the ground truth, so no fsync.
         latest = mf.dumps({"step_dir": os.path.join("ring", step_dir_name(step))})
-        atomic_write_bytes(os.path.join(self.job_dir, "latest.json"), latest)
+        atomic_write_bytes(os.path.join(self.job_dir, "latest.json"), latest, fsync=False)
         self._prune(keep_name=step_dir_name(step))
         self.last_overhead_s = time.perf_counter() - started
         return manifest_path
@@ -303,7 +308,9 @@ class Recorder:
 
     def _save(self, entry: str, role: str, obj: Any) -> Dict[str, Any]:
         name = f"{role}.pt"
-        size, digest = atomic_write(os.path.join(entry, name), lambda f: torch.save(obj, f))
+        size, digest = atomic_write(
+            os.path.join(entry, name), lambda f: torch.save(obj, f), fsync=self.durable, sync_dir=False
+        )
         return {"role": role, "path": name, "bytes": size, "sha256": digest, "format": "torch.save"}
 
     def _checkpoint_section(self, ref: CheckpointRef) -> Dict[str, Any]:
@@ -376,7 +383,7 @@ class Recorder:
     def _clear_entry(self, entry: str) -> None:
         """Remove a leftover entry of the same step (a restarted job, or a torn write)."""
         if os.path.lexists(entry):
-            _remove_entry(entry)
+            _remove_entry(entry, self.durable)
 
     def _prune(self, keep_name: str) -> None:
         # Newest by commit time, not by step number: a job restarted from an earlier checkpoint
@@ -393,16 +400,17 @@ class Recorder:
         survivors = {name for _, name in committed[-self.keep :]} | {keep_name}
         for name in names:
             if name not in survivors:
-                _remove_entry(os.path.join(self.ring_dir, name))
+                _remove_entry(os.path.join(self.ring_dir, name), self.durable)
 
 
-def _remove_entry(entry: str) -> None:
+def _remove_entry(entry: str, durable: bool = True) -> None:
     """Uncommit (manifest first, durably), then delete the rest of an entry."""
     manifest_path = os.path.join(entry, mf.MANIFEST_NAME)
     if os.path.isdir(entry) and not os.path.islink(entry):
         try:
             os.unlink(manifest_path)
-            fsync_dir(entry)
+            if durable:
+                fsync_dir(entry)
         except FileNotFoundError:
             pass
         shutil.rmtree(entry, ignore_errors=True)

@@ -161,10 +161,10 @@ CRASH_SCRIPT = textwrap.dedent(
     root, crash_step = sys.argv[1], int(sys.argv[2])
     rec = Recorder(root, job="crash", keep=2, entrypoint="m:f", cwd=root)
     real = recorder.atomic_write_bytes
-    def dying(path, data, mode=0o640):
+    def dying(path, data, *args, **kwargs):
         if path.endswith("manifest.json") and f"step-{crash_step:012d}" in path:
             os._exit(17)   # the process dies after the state files, before the commit
-        return real(path, data, mode)
+        return real(path, data, *args, **kwargs)
     recorder.atomic_write_bytes = dying
     for step in range(crash_step + 1):
         rec.record(step=step, batch={"x": torch.full((4,), step)})

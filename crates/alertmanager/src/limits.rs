@@ -1,15 +1,18 @@
 //! Size and name bounds applied to every alert before it enters the active set.
 //!
-//! Alertmanager validates each posted alert (label and annotation names must be valid Prometheus
-//! label names, at least one label is required, the end may not precede the start) and answers a
-//! batch containing an invalid alert with `400 Bad Request`. One bad alert would then spoil every
-//! batch it rides in, so bad input is repaired or refused here, where it can be counted, instead
-//! of at the receiver. Sizes are bounded so that a huge log excerpt in an annotation cannot make
-//! the active set (or each request body) grow without limit.
+//! Alertmanager validates each posted alert: label *and annotation* names must be valid label
+//! names, at least one label is required, and the end may not precede the start (`Alert.Validate`
+//! in prometheus/common `model/alert.go` and in Alertmanager's `types/types.go`). Its
+//! `postAlertsHandler` (`api/v2/api.go`) stores the valid alerts of a batch and answers
+//! `400 Bad Request` for the rest, so an invalid alert would be refused on every re-send. Bad
+//! input is therefore repaired or refused here, where it can be counted. Sizes are bounded so
+//! that a huge log excerpt in an annotation cannot make the active set (or each request body)
+//! grow without limit.
 //!
 //! The name rule is Prometheus's: `[a-zA-Z_][a-zA-Z0-9_]*` (Prometheus documentation, "Data
 //! model", <https://prometheus.io/docs/concepts/data_model/>). Alertmanager drops labels whose
-//! value is empty before validating, so they are dropped here as well to keep identity stable.
+//! value is empty before validating (`removeEmptyLabels` in `api/v2/api.go`), so they are
+//! dropped here as well, keeping what the daemon holds equal to what Alertmanager sees.
 
 use crate::alert::Alert;
 

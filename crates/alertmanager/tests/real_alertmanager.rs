@@ -278,7 +278,9 @@ async fn alert_reaches_the_webhook_and_then_resolves() {
     let (notifier, task) =
         Notifier::spawn(notifier_config(vec![am.url.clone()]), metrics.clone()).unwrap();
 
-    notifier.fire("incident-1".into(), test_alert("AssertwatchE2E"));
+    // The invalid label name is dropped here; Alertmanager would refuse the whole alert.
+    let alert = test_alert("AssertwatchE2E").label("bad-name", "x");
+    notifier.fire("incident-1".into(), alert);
     let firing = webhook
         .wait_for("the firing alert", |r| {
             has_alert(r, "AssertwatchE2E", "firing")
@@ -289,6 +291,7 @@ async fn alert_reaches_the_webhook_and_then_resolves() {
     let alert = &payload["alerts"][0];
     assert_eq!(alert["labels"]["node"], "gpu-07");
     assert_eq!(alert["labels"]["severity"], "critical");
+    assert!(alert["labels"]["bad-name"].is_null());
     assert_eq!(
         alert["annotations"]["summary"],
         "device-side assert in IndexKernel.cu:92"

@@ -1,0 +1,237 @@
+//! Command-line definitions and dispatch. Each subcommand's work lives in its own module; this
+//! file parses arguments, maps results to exit codes and nothing else.
+
+use crate::config;
+use crate::detect::{xid_catalog, DetectorSet};
+use crate::scan::{self, OutputFormat, ScanOptions, StreamHint};
+use clap::{Parser, Subcommand, ValueEnum};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit status for a bad configuration or bad usage.
+pub const EXIT_USAGE: u8 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "assertwatch",
+    version,
+    about = "Explains CUDA device-side asserts and NVIDIA Xid errors on GPU nodes"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the node daemon (embedded default configuration without --config).
+    Run {
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Log format on stderr.
+        #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+        log_format: LogFormat,
+    },
+    /// Validate a configuration file; prints every problem, exit 2 if there is one.
+    CheckConfig { file: PathBuf },
+    /// One-shot detection over files or stdin (`-`), one record per incident.
+    Scan {
+        #[arg(long, value_enum, default_value_t = StreamArg::Auto)]
+        stream: StreamArg,
+        #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+        format: FormatArg,
+        /// Use the detection settings and rules of this configuration.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Cut lines longer than this many bytes (default from config, else 1 MiB).
+        #[arg(long)]
+        max_line_bytes: Option<usize>,
+        /// Files to scan; `-` reads stdin.
+        #[arg(required = true)]
+        files: Vec<String>,
+    },
+    /// Show NVIDIA's catalog entry for an Xid and what to do about it.
+    ExplainXid {
+        xid: u32,
+        #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+        format: FormatArg,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum StreamArg {
+    Auto,
+    TrainingLog,
+    KernelLog,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FormatArg {
+    Text,
+    Jsonl,
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Run { config, log_format } => crate::app::main(config, log_format),
+        Command::CheckConfig { file } => match config::load(&file) {
+            Ok(_) => {
+                println!("{}: OK", file.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                print_config_error(&e);
+                ExitCode::from(EXIT_USAGE)
+            }
+        },
+        Command::Scan {
+            stream,
+            format,
+            config,
+            max_line_bytes,
+            files,
+        } => cmd_scan(stream, format, config, max_line_bytes, &files),
+        Command::ExplainXid { xid, format } => cmd_explain(xid, format),
+    }
+}
+
+/// Prints each configuration issue on its own line.
+pub fn print_config_error(e: &config::ConfigError) {
+    let src = e.source_name.as_deref().unwrap_or("configuration");
+    eprintln!("assertwatch: invalid configuration in {src}:");
+    for i in &e.issues {
+        eprintln!("  {i}");
+    }
+}
+
+fn cmd_scan(
+    stream: StreamArg,
+    format: FormatArg,
+    cfg: Option<PathBuf>,
+    max_line: Option<usize>,
+    files: &[String],
+) -> ExitCode {
+    let (det, engine, cfg_max) = match cfg {
+        Some(p) => match config::load(&p) {
+            Ok(c) => {
+                let det = match DetectorSet::new(c.rules.clone(), c.detect_options()) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        eprintln!("assertwatch: {e:#}");
+                        return ExitCode::from(EXIT_USAGE);
+                    }
+                };
+                (det, c.engine.clone(), c.max_line_bytes)
+            }
+            Err(e) => {
+                print_config_error(&e);
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        None => (
+            DetectorSet::builtin(),
+            crate::incidents::EngineConfig::default(),
+            1 << 20,
+        ),
+    };
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let opts = ScanOptions {
+        stream: match stream {
+            StreamArg::Auto => StreamHint::Auto,
+            StreamArg::TrainingLog => StreamHint::TrainingLog,
+            StreamArg::KernelLog => StreamHint::KernelLog,
+        },
+        output: match format {
+            FormatArg::Text => OutputFormat::Text { color },
+            FormatArg::Jsonl => OutputFormat::Jsonl,
+        },
+        max_line_bytes: max_line.unwrap_or(cfg_max).max(64),
+        engine,
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    let result = scan::run(files, &det, &opts, &mut out).and_then(|s| {
+        out.flush()?;
+        Ok(s)
+    });
+    match result {
+        Ok(s) => {
+            if s.stats.truncated_lines > 0 || s.stats.malformed_lines > 0 {
+                eprintln!(
+                    "assertwatch: {} lines cut at {} bytes, {} lines not in the detected format (read as plain text)",
+                    s.stats.truncated_lines, opts.max_line_bytes, s.stats.malformed_lines
+                );
+            }
+            if s.unreadable > 0 {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        // `scan … | head` closes the pipe early; that is success, not an error.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("assertwatch: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn cmd_explain(xid: u32, format: FormatArg) -> ExitCode {
+    let entry = xid_catalog::lookup(xid);
+    let value = serde_json::json!({
+        "xid": xid,
+        "in_catalog": entry.is_some(),
+        "name": entry.map(|e| e.short_name.as_str()),
+        "description": entry.map(|e| e.description.as_str()),
+        "typical_cause": entry.map(|e| e.typical_cause.as_str()),
+        "recommended_action": entry.map(|e| e.recommended_action.as_str()),
+        "category": xid_catalog::category(xid),
+        "blame": xid_catalog::blame(xid).as_str(),
+        "needs_drain": xid_catalog::needs_drain(xid),
+        "hint": xid_catalog::hint(xid),
+        "source": entry.map(|e| e.source_url.as_str()),
+    });
+    match format {
+        FormatArg::Jsonl => println!("{value}"),
+        FormatArg::Text => match entry {
+            Some(e) => {
+                println!("Xid {xid}: {}", e.short_name);
+                println!("  description:        {}", e.description);
+                println!("  typical cause:      {}", e.typical_cause);
+                println!("  NVIDIA's action:    {}", e.recommended_action);
+                println!("  blame:              {}", xid_catalog::blame(xid));
+                println!(
+                    "  drain the GPU:      {}",
+                    if xid_catalog::needs_drain(xid) {
+                        "yes"
+                    } else {
+                        "no"
+                    }
+                );
+                println!("  what to do:         {}", xid_catalog::hint(xid));
+                println!("  source:             {}", e.source_url);
+            }
+            None => {
+                println!("Xid {xid} is not in NVIDIA's Xid catalog (it lists 1-172 as of the catalog built into this binary).");
+                println!("  what to do:         {}", xid_catalog::hint(xid));
+            }
+        },
+    }
+    ExitCode::SUCCESS
+}

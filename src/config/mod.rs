@@ -1,0 +1,200 @@
+//! Configuration: the only way in, for `run`, `check-config` and `scan --config`.
+//!
+//! Two stages, as in ripgrep's `LowArgs`/`HiArgs`: `raw.rs` holds the serde shapes (structure,
+//! unknown keys), `validate.rs` turns them into the typed [`Config`] below and reports *every*
+//! problem at once, each naming its field path and YAML line. YAML parsing stays behind
+//! [`parse`], so the YAML crate can be swapped in one place.
+
+pub mod raw;
+pub mod validate;
+
+use crate::detect::UserRule;
+use crate::incidents::EngineConfig;
+use crate::sources::decode::Format;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The shipped default configuration (fake GPUs, local state dir, example logs).
+pub const DEFAULT_YAML: &str = include_str!("../../config/assertwatch.yaml");
+
+/// One problem with the configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigIssue {
+    /// Field path, e.g. `logs[0].format`.
+    pub path: String,
+    /// 1-based line in the YAML text, where it could be located.
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{} (line {l}): {}", self.path, self.message),
+            None => write!(f, "{}: {}", self.path, self.message),
+        }
+    }
+}
+
+/// Every problem found in one configuration text.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("invalid configuration{}: {}", source_name.as_deref().map(|s| format!(" in {s}")).unwrap_or_default(), issues.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct ConfigError {
+    pub source_name: Option<String>,
+    pub issues: Vec<ConfigIssue>,
+}
+
+#[derive(Debug, Clone)]
+pub struct LogSource {
+    pub name: String,
+    pub paths: Vec<String>,
+    pub exclude: Vec<String>,
+    pub format: Format,
+}
+
+#[derive(Debug, Clone)]
+pub struct KernelLogConfig {
+    pub path: PathBuf,
+    pub lookback: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuBackendKind {
+    Nvml,
+    Fake,
+    None,
+}
+
+#[derive(Debug, Clone)]
+pub struct GpuConfig {
+    pub backend: GpuBackendKind,
+    pub fake_file: PathBuf,
+    pub poll_interval: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReproConfig {
+    pub enabled: bool,
+    pub roots: Vec<String>,
+    pub modes: Vec<String>,
+    pub timeout: Duration,
+    pub max_per_hour: u32,
+    pub max_concurrent: u32,
+    pub python: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct AlertmanagerConfig {
+    pub urls: Vec<String>,
+    pub resend_interval: Duration,
+    pub resolve_after: Duration,
+    pub timeout: Duration,
+    pub queue_capacity: usize,
+    pub runbook_base_url: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct TailingConfig {
+    pub rescan_interval: Duration,
+    pub max_open_files: usize,
+    pub checkpoint_interval: Duration,
+    pub read_bytes_per_pass: usize,
+    pub start_at_end: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct RetentionConfig {
+    pub max_age: Duration,
+    pub max_count: u64,
+    pub max_per_minute: u32,
+    pub correlation_window: Duration,
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub state_dir: PathBuf,
+    pub node_name: String,
+    pub logs: Vec<LogSource>,
+    pub kernel_log: Option<KernelLogConfig>,
+    pub gpu: GpuConfig,
+    pub repro: ReproConfig,
+    pub alertmanager: Option<AlertmanagerConfig>,
+    pub rules: Vec<UserRule>,
+    pub max_line_bytes: usize,
+    pub min_loss_scale: f64,
+    pub follow_lines: u32,
+    pub engine: EngineConfig,
+    pub retention: RetentionConfig,
+    pub tailing: TailingConfig,
+}
+
+/// Parses and validates a configuration text. `source_name` names it in messages; relative
+/// paths in it are resolved against `base_dir`.
+pub fn parse(
+    text: &str,
+    source_name: Option<&str>,
+    base_dir: &Path,
+) -> Result<Config, ConfigError> {
+    let err = |issues| ConfigError {
+        source_name: source_name.map(str::to_owned),
+        issues,
+    };
+    let de = serde_yaml::Deserializer::from_str(text);
+    let raw: raw::RawConfig = match serde_path_to_error::deserialize(de) {
+        Ok(r) => r,
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let line = inner.location().map(|l| l.line());
+            let mut message = inner.to_string();
+            // serde_yaml appends " at line L column C"; the line is reported separately.
+            if let Some(i) = message.find(" at line ") {
+                message.truncate(i);
+            }
+            let path = if path == "." || path.is_empty() {
+                "(top level)".to_owned()
+            } else {
+                path
+            };
+            return Err(err(vec![ConfigIssue {
+                path,
+                line,
+                message,
+            }]));
+        }
+    };
+    validate::validate(raw, text, base_dir).map_err(err)
+}
+
+/// Reads and validates a configuration file.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        source_name: Some(name.clone()),
+        issues: vec![ConfigIssue {
+            path: "(file)".into(),
+            line: None,
+            message: format!("cannot read: {e}"),
+        }],
+    })?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    parse(&text, Some(&name), &base)
+}
+
+/// The embedded default configuration, with paths relative to the current directory.
+pub fn default_config() -> Result<Config, ConfigError> {
+    parse(DEFAULT_YAML, Some("(embedded default)"), Path::new("."))
+}
+
+impl Config {
+    pub fn detect_options(&self) -> crate::detect::DetectOptions {
+        crate::detect::DetectOptions {
+            min_loss_scale: self.min_loss_scale,
+            follow_lines: self.follow_lines,
+        }
+    }
+}

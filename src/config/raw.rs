@@ -1,0 +1,124 @@
+//! Serde shapes of the YAML configuration. Only structure and defaults live here; meaning is
+//! checked in `validate.rs`. Every struct rejects unknown keys.
+
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    pub listen: Option<String>,
+    pub state_dir: Option<String>,
+    /// Name of this node in incidents and alerts (default: `$NODE_NAME`, then the hostname).
+    pub node_name: Option<String>,
+    #[serde(default)]
+    pub logs: Vec<RawLogSource>,
+    pub kernel_log: Option<RawKernelLog>,
+    pub gpu: Option<RawGpu>,
+    pub repro: Option<RawRepro>,
+    pub alertmanager: Option<RawAlertmanager>,
+    #[serde(default)]
+    pub rules: Vec<RawRule>,
+    pub detection: Option<RawDetection>,
+    pub incidents: Option<RawIncidents>,
+    pub tailing: Option<RawTailing>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLogSource {
+    pub name: Option<String>,
+    #[serde(default)]
+    pub paths: Vec<String>,
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    pub format: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKernelLog {
+    pub path: Option<String>,
+    /// `/dev/kmsg` only: on first start, also read records up to this far back (e.g. `10m`).
+    pub lookback: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGpu {
+    pub backend: Option<String>,
+    pub fake_file: Option<String>,
+    pub poll_interval: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRepro {
+    pub enabled: Option<bool>,
+    #[serde(default)]
+    pub roots: Vec<String>,
+    #[serde(default)]
+    pub modes: Vec<String>,
+    pub timeout: Option<String>,
+    pub max_per_hour: Option<u32>,
+    pub max_concurrent: Option<u32>,
+    pub python: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAlertmanager {
+    pub url: Option<String>,
+    #[serde(default)]
+    pub urls: Vec<String>,
+    pub resend_interval: Option<String>,
+    pub resolve_after: Option<String>,
+    pub timeout: Option<String>,
+    pub queue_capacity: Option<usize>,
+    pub runbook_base_url: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRule {
+    pub name: Option<String>,
+    pub pattern: Option<String>,
+    #[serde(default)]
+    pub contains: Vec<String>,
+    pub kind: Option<String>,
+    pub category: Option<String>,
+    pub blame: Option<String>,
+    pub hint: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDetection {
+    pub max_line_bytes: Option<serde_yaml::Value>,
+    pub min_loss_scale: Option<f64>,
+    pub follow_lines: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIncidents {
+    pub gap_lines: Option<u64>,
+    pub quiet_period: Option<String>,
+    pub xid_window: Option<String>,
+    pub correlation_window: Option<String>,
+    pub excerpt_lines: Option<usize>,
+    pub max_age: Option<String>,
+    pub max_count: Option<u64>,
+    /// At most this many incidents per source and minute; more are folded into a suppression count.
+    pub max_per_minute: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTailing {
+    pub rescan_interval: Option<String>,
+    pub max_open_files: Option<usize>,
+    pub checkpoint_interval: Option<String>,
+    pub read_bytes_per_pass: Option<serde_yaml::Value>,
+    /// `beginning` (default) or `end`: where to start in a file seen for the first time.
+    pub start_at: Option<String>,
+}

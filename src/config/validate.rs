@@ -1,0 +1,641 @@
+//! `RawConfig` → `Config`: every semantic check, all issues gathered before failing.
+//!
+//! Messages name the field, the value and what would be accepted, e.g.
+//! `incidents.quiet_period (line 12): "5" is not a duration; write it like "30s" or "5m"`.
+
+use super::raw::*;
+use super::*;
+use crate::detect::{required_literals, UserRule};
+use crate::model::{Blame, Kind};
+
+struct Issues<'t> {
+    text: &'t str,
+    list: Vec<ConfigIssue>,
+}
+
+impl Issues<'_> {
+    fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        let path = path.into();
+        let line = locate(self.text, &path);
+        self.list.push(ConfigIssue {
+            path,
+            line,
+            message: message.into(),
+        });
+    }
+}
+
+/// Finds the YAML line of a field path like `logs[1].format` by walking the text in order.
+/// A heuristic (YAML has no spans in serde), good for the block style configs are written in.
+pub fn locate(text: &str, path: &str) -> Option<usize> {
+    let mut segs: Vec<(String, Option<usize>)> = Vec::new();
+    for part in path.split('.') {
+        match part.split_once('[') {
+            Some((k, rest)) => segs.push((k.to_owned(), rest.trim_end_matches(']').parse().ok())),
+            None => segs.push((part.to_owned(), None)),
+        }
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0usize;
+    let mut min_indent = 0usize;
+    let mut found = None;
+    for (key, idx) in segs {
+        let mut hit = None;
+        while i < lines.len() {
+            let l = lines[i];
+            let indent = l.len() - l.trim_start().len();
+            let t = l.trim_start().trim_start_matches("- ");
+            if indent >= min_indent && (t.starts_with(&format!("{key}:")) || t == key) {
+                hit = Some(i);
+                break;
+            }
+            i += 1;
+        }
+        let h = hit?;
+        found = Some(h + 1);
+        let indent = lines[h].len() - lines[h].trim_start().len();
+        min_indent = indent + 1;
+        i = h + 1;
+        if let Some(n) = idx {
+            // Skip to the n-th list item below the key.
+            let mut count = 0usize;
+            let mut item = None;
+            while i < lines.len() {
+                let l = lines[i];
+                let ind = l.len() - l.trim_start().len();
+                if !l.trim().is_empty() && ind < min_indent && !l.trim_start().starts_with('-') {
+                    break;
+                }
+                if l.trim_start().starts_with("- ") || l.trim() == "-" {
+                    if count == n {
+                        item = Some(i);
+                        break;
+                    }
+                    count += 1;
+                }
+                i += 1;
+            }
+            let it = item?;
+            found = Some(it + 1);
+            min_indent = lines[it].len() - lines[it].trim_start().len();
+            // Keys of the item may sit on the dash line itself.
+            i = it;
+        }
+    }
+    found
+}
+
+/// Parses `10s`, `5m`, `1h30m`, `250ms`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim())
+        .map_err(|_| format!("{s:?} is not a duration; write it like \"30s\", \"5m\" or \"250ms\""))
+}
+
+/// Parses a byte size: a plain integer or `64KiB`, `1MiB`, `1GiB`, `1MB`.
+pub fn parse_size(v: &serde_yaml::Value) -> Result<usize, String> {
+    if let Some(n) = v.as_u64() {
+        return usize::try_from(n).map_err(|_| format!("{n} is too large"));
+    }
+    let Some(s) = v.as_str() else {
+        return Err("expected a size such as 1048576 or \"1MiB\"".into());
+    };
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size; write it like \"1MiB\" or 1048576"))?;
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" | "Ki" => 1 << 10,
+        "MiB" | "Mi" => 1 << 20,
+        "GiB" | "Gi" => 1 << 30,
+        "KB" | "K" | "kB" => 1_000,
+        "MB" | "M" => 1_000_000,
+        "GB" | "G" => 1_000_000_000,
+        u => {
+            return Err(format!(
+                "{s:?} has an unknown unit {u:?}; use B, KiB, MiB, GiB, KB, MB or GB"
+            ))
+        }
+    };
+    n.checked_mul(mult)
+        .and_then(|b| usize::try_from(b).ok())
+        .ok_or_else(|| format!("{s:?} is too large"))
+}
+
+fn dur(iss: &mut Issues<'_>, path: &str, v: &Option<String>, default: Duration) -> Duration {
+    match v {
+        None => default,
+        Some(s) => match parse_duration(s) {
+            Ok(d) => d,
+            Err(m) => {
+                iss.add(path, m);
+                default
+            }
+        },
+    }
+}
+
+fn resolve(base: &Path, p: &str) -> PathBuf {
+    let pb = PathBuf::from(p);
+    if pb.is_absolute() || base.as_os_str().is_empty() {
+        pb
+    } else {
+        base.join(pb)
+    }
+}
+
+fn resolve_glob(base: &Path, p: &str) -> String {
+    resolve(base, p).to_string_lossy().into_owned()
+}
+
+fn valid_snake(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && s.as_bytes()[0].is_ascii_lowercase()
+}
+
+pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<ConfigIssue>> {
+    let mut iss = Issues {
+        text,
+        list: Vec::new(),
+    };
+
+    let listen_s = raw.listen.unwrap_or_else(|| "127.0.0.1:9949".into());
+    let listen = match listen_s.parse::<SocketAddr>() {
+        Ok(a) => a,
+        Err(_) => {
+            iss.add("listen", format!("{listen_s:?} is not an address; write it like \"127.0.0.1:9949\" or \"0.0.0.0:9949\""));
+            SocketAddr::from(([127, 0, 0, 1], 9949))
+        }
+    };
+    let state_dir = resolve(
+        base,
+        raw.state_dir.as_deref().unwrap_or("./var/assertwatch"),
+    );
+    let node_name = raw
+        .node_name
+        .or_else(|| std::env::var("NODE_NAME").ok().filter(|s| !s.is_empty()))
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|s| s.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into());
+
+    let mut logs = Vec::new();
+    let mut names = std::collections::BTreeSet::new();
+    for (i, l) in raw.logs.into_iter().enumerate() {
+        let p = format!("logs[{i}]");
+        let name = l.name.unwrap_or_default();
+        if !valid_snake(&name.replace('-', "_")) {
+            iss.add(format!("{p}.name"), format!("{name:?} must be a short name of lowercase letters, digits, '-' or '_' (it becomes the `source` metric label)"));
+        } else if !names.insert(name.clone()) {
+            iss.add(
+                format!("{p}.name"),
+                format!("{name:?} is used by another log source"),
+            );
+        }
+        if l.paths.is_empty() {
+            iss.add(
+                format!("{p}.paths"),
+                "at least one path or glob is required",
+            );
+        }
+        for (j, g) in l.paths.iter().chain(l.exclude.iter()).enumerate() {
+            if let Err(e) = glob::Pattern::new(g) {
+                iss.add(
+                    format!("{p}.paths[{j}]"),
+                    format!("{g:?} is not a valid glob: {e}"),
+                );
+            }
+        }
+        let format = match l.format.as_deref() {
+            None => Format::Auto,
+            Some(f) => match Format::parse(f) {
+                Some(Format::Kmsg) | None => {
+                    iss.add(
+                        format!("{p}.format"),
+                        format!("{f:?} is not a log format; use auto, plain, cri or docker-json"),
+                    );
+                    Format::Auto
+                }
+                Some(x) => x,
+            },
+        };
+        logs.push(LogSource {
+            name,
+            paths: l.paths.iter().map(|g| resolve_glob(base, g)).collect(),
+            exclude: l.exclude.iter().map(|g| resolve_glob(base, g)).collect(),
+            format,
+        });
+    }
+
+    let kernel_log = match raw.kernel_log {
+        None => None,
+        Some(k) => match k.path {
+            None => {
+                iss.add("kernel_log.path", "a path is required (\"/dev/kmsg\" or a file like /var/log/kern.log); omit kernel_log to disable it");
+                None
+            }
+            Some(path) => Some(KernelLogConfig {
+                path: resolve(base, &path),
+                lookback: k
+                    .lookback
+                    .as_ref()
+                    .map(|_| dur(&mut iss, "kernel_log.lookback", &k.lookback, Duration::ZERO)),
+            }),
+        },
+    };
+
+    let g = raw.gpu.unwrap_or(RawGpu {
+        backend: None,
+        fake_file: None,
+        poll_interval: None,
+    });
+    let backend = match g.backend.as_deref().unwrap_or("nvml") {
+        "nvml" => GpuBackendKind::Nvml,
+        "fake" => GpuBackendKind::Fake,
+        "none" => GpuBackendKind::None,
+        other => {
+            iss.add(
+                "gpu.backend",
+                format!("{other:?} is not a GPU backend; use nvml, fake or none"),
+            );
+            GpuBackendKind::None
+        }
+    };
+    let fake_file = resolve(
+        base,
+        g.fake_file.as_deref().unwrap_or("config/fake-gpus.yaml"),
+    );
+    let poll_interval = dur(
+        &mut iss,
+        "gpu.poll_interval",
+        &g.poll_interval,
+        Duration::from_secs(10),
+    );
+    if poll_interval < Duration::from_millis(100) {
+        iss.add("gpu.poll_interval", "must be at least 100ms");
+    }
+
+    let r = raw.repro.unwrap_or(RawRepro {
+        enabled: None,
+        roots: Vec::new(),
+        modes: Vec::new(),
+        timeout: None,
+        max_per_hour: None,
+        max_concurrent: None,
+        python: None,
+    });
+    let modes = if r.modes.is_empty() {
+        vec!["sync-gpu".into(), "cpu".into()]
+    } else {
+        r.modes.clone()
+    };
+    for (i, m) in modes.iter().enumerate() {
+        if !["sync-gpu", "cpu", "sanitizer"].contains(&m.as_str()) {
+            iss.add(
+                format!("repro.modes[{i}]"),
+                format!("{m:?} is not a mode; use sync-gpu, cpu or sanitizer"),
+            );
+        }
+    }
+    let repro = ReproConfig {
+        enabled: r.enabled.unwrap_or(false),
+        roots: r.roots.iter().map(|g| resolve_glob(base, g)).collect(),
+        modes,
+        timeout: dur(
+            &mut iss,
+            "repro.timeout",
+            &r.timeout,
+            Duration::from_secs(600),
+        ),
+        max_per_hour: r.max_per_hour.unwrap_or(10),
+        max_concurrent: r.max_concurrent.unwrap_or(1).max(1),
+        python: r.python.unwrap_or_else(|| "python3".into()),
+    };
+
+    let alertmanager = raw.alertmanager.map(|a| {
+        let mut urls = a.urls.clone();
+        if let Some(u) = &a.url {
+            urls.insert(0, u.clone());
+        }
+        if urls.is_empty() {
+            iss.add(
+                "alertmanager.url",
+                "give url or urls, or omit alertmanager to disable alerts",
+            );
+        }
+        for (i, u) in urls.iter().enumerate() {
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                iss.add(
+                    format!("alertmanager.urls[{i}]"),
+                    format!("{u:?} must start with http:// or https://"),
+                );
+            }
+        }
+        AlertmanagerConfig {
+            urls,
+            resend_interval: dur(
+                &mut iss,
+                "alertmanager.resend_interval",
+                &a.resend_interval,
+                Duration::from_secs(60),
+            ),
+            resolve_after: dur(
+                &mut iss,
+                "alertmanager.resolve_after",
+                &a.resolve_after,
+                Duration::from_secs(300),
+            ),
+            timeout: dur(
+                &mut iss,
+                "alertmanager.timeout",
+                &a.timeout,
+                Duration::from_secs(10),
+            ),
+            queue_capacity: a.queue_capacity.unwrap_or(1000),
+            runbook_base_url: a.runbook_base_url.unwrap_or_else(|| {
+                "https://github.com/assertwatch/assertwatch/blob/main/docs/runbooks.md".into()
+            }),
+        }
+    });
+
+    let mut rules = Vec::new();
+    for (i, r) in raw.rules.into_iter().enumerate() {
+        let p = format!("rules[{i}]");
+        let name = r.name.unwrap_or_default();
+        if !valid_snake(&name) {
+            iss.add(
+                format!("{p}.name"),
+                format!("{name:?} must be snake_case (lowercase letters, digits, '_')"),
+            );
+        }
+        let kind = match r.kind.as_deref().map(Kind::parse) {
+            Some(Some(k)) => k,
+            other => {
+                iss.add(format!("{p}.kind"), format!("{:?} is not a kind; use one of device_assert, cuda_error, oom, nccl_error, numeric, xid", r.kind.as_deref().unwrap_or("")));
+                let _ = other;
+                Kind::CudaError
+            }
+        };
+        let category = r.category.unwrap_or_else(|| "unknown".into());
+        if !valid_snake(&category) {
+            iss.add(
+                format!("{p}.category"),
+                format!("{category:?} must be snake_case"),
+            );
+        }
+        let blame = match Blame::parse(r.blame.as_deref().unwrap_or("unknown")) {
+            Some(b) => b,
+            None => {
+                iss.add(
+                    format!("{p}.blame"),
+                    "use application, hardware, driver or unknown",
+                );
+                Blame::Unknown
+            }
+        };
+        let Some(pattern) = r.pattern else {
+            iss.add(format!("{p}.pattern"), "a regular expression is required");
+            continue;
+        };
+        let regex = match regex::Regex::new(&pattern) {
+            Ok(re) => re,
+            Err(e) => {
+                iss.add(
+                    format!("{p}.pattern"),
+                    format!("not a valid regular expression: {e}"),
+                );
+                continue;
+            }
+        };
+        let literals = if r.contains.is_empty() {
+            match required_literals(&pattern) {
+                Some(l) => l,
+                None => {
+                    iss.add(format!("{p}.pattern"), "no literal text of 3+ characters can be derived from this pattern for the fast prefilter; add `contains: [\"...\"]` with text every match contains");
+                    continue;
+                }
+            }
+        } else {
+            for (j, c) in r.contains.iter().enumerate() {
+                if c.len() < 3 {
+                    iss.add(
+                        format!("{p}.contains[{j}]"),
+                        "each literal needs at least 3 characters",
+                    );
+                }
+            }
+            r.contains.clone()
+        };
+        rules.push(UserRule {
+            name,
+            regex,
+            literals,
+            kind,
+            category,
+            blame,
+            hint: r.hint.unwrap_or_else(|| {
+                "Matched a site rule; see the rule's owner for what to do.".into()
+            }),
+        });
+    }
+
+    let d = raw.detection.unwrap_or(RawDetection {
+        max_line_bytes: None,
+        min_loss_scale: None,
+        follow_lines: None,
+    });
+    let max_line_bytes = match &d.max_line_bytes {
+        None => 1 << 20,
+        Some(v) => match parse_size(v) {
+            Ok(n) if (256..=(64 << 20)).contains(&n) => n,
+            Ok(n) => {
+                iss.add(
+                    "detection.max_line_bytes",
+                    format!("{n} is out of range; use 256 bytes to 64MiB"),
+                );
+                1 << 20
+            }
+            Err(m) => {
+                iss.add("detection.max_line_bytes", m);
+                1 << 20
+            }
+        },
+    };
+
+    let inc = raw.incidents.unwrap_or(RawIncidents {
+        gap_lines: None,
+        quiet_period: None,
+        xid_window: None,
+        correlation_window: None,
+        excerpt_lines: None,
+        max_age: None,
+        max_count: None,
+        max_per_minute: None,
+    });
+    let mut engine = EngineConfig::default();
+    engine.gap_lines = inc.gap_lines.unwrap_or(engine.gap_lines);
+    engine.quiet_ms = dur(
+        &mut iss,
+        "incidents.quiet_period",
+        &inc.quiet_period,
+        Duration::from_millis(engine.quiet_ms),
+    )
+    .as_millis() as u64;
+    engine.xid_window_ms = dur(
+        &mut iss,
+        "incidents.xid_window",
+        &inc.xid_window,
+        Duration::from_millis(engine.xid_window_ms),
+    )
+    .as_millis() as u64;
+    if let Some(n) = inc.excerpt_lines {
+        if n == 0 || n > 1000 {
+            iss.add("incidents.excerpt_lines", "use 1 to 1000");
+        } else {
+            engine.excerpt_lines = n;
+        }
+    }
+    let retention = RetentionConfig {
+        max_age: dur(
+            &mut iss,
+            "incidents.max_age",
+            &inc.max_age,
+            Duration::from_secs(30 * 86_400),
+        ),
+        max_count: inc.max_count.unwrap_or(10_000),
+        max_per_minute: inc.max_per_minute.unwrap_or(60),
+        correlation_window: dur(
+            &mut iss,
+            "incidents.correlation_window",
+            &inc.correlation_window,
+            Duration::from_secs(120),
+        ),
+    };
+
+    let t = raw.tailing.unwrap_or(RawTailing {
+        rescan_interval: None,
+        max_open_files: None,
+        checkpoint_interval: None,
+        read_bytes_per_pass: None,
+        start_at: None,
+    });
+    let tailing = TailingConfig {
+        rescan_interval: dur(
+            &mut iss,
+            "tailing.rescan_interval",
+            &t.rescan_interval,
+            Duration::from_secs(5),
+        ),
+        max_open_files: t.max_open_files.unwrap_or(256),
+        checkpoint_interval: dur(
+            &mut iss,
+            "tailing.checkpoint_interval",
+            &t.checkpoint_interval,
+            Duration::from_secs(1),
+        ),
+        read_bytes_per_pass: match &t.read_bytes_per_pass {
+            None => 1 << 20,
+            Some(v) => parse_size(v).unwrap_or_else(|m| {
+                iss.add("tailing.read_bytes_per_pass", m);
+                1 << 20
+            }),
+        },
+        start_at_end: match t.start_at.as_deref() {
+            None | Some("beginning") => false,
+            Some("end") => true,
+            Some(o) => {
+                iss.add("tailing.start_at", format!("{o:?}: use beginning or end"));
+                false
+            }
+        },
+    };
+    if tailing.max_open_files == 0 {
+        iss.add("tailing.max_open_files", "must be at least 1");
+    }
+
+    if !iss.list.is_empty() {
+        return Err(iss.list);
+    }
+    Ok(Config {
+        listen,
+        state_dir,
+        node_name,
+        logs,
+        kernel_log,
+        gpu: GpuConfig {
+            backend,
+            fake_file,
+            poll_interval,
+        },
+        repro,
+        alertmanager,
+        rules,
+        max_line_bytes,
+        min_loss_scale: d.min_loss_scale.unwrap_or(1.0),
+        follow_lines: d.follow_lines.unwrap_or(8),
+        engine,
+        retention,
+        tailing,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse;
+    use super::*;
+
+    fn issues(yaml: &str) -> Vec<ConfigIssue> {
+        match parse(yaml, None, Path::new("")) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.issues,
+        }
+    }
+
+    #[test]
+    fn default_config_is_valid() {
+        crate::config::default_config().unwrap();
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_line() {
+        let i = issues("listen: \"127.0.0.1:1\"\nlogs:\n  - name: jobs\n    pathz: [a]\n");
+        assert_eq!(i.len(), 1);
+        assert!(i[0].message.contains("pathz"), "{i:?}");
+        assert_eq!(i[0].line, Some(4));
+    }
+
+    #[test]
+    fn every_bad_field_is_reported() {
+        let i = issues("listen: nowhere\nincidents:\n  quiet_period: \"5\"\nlogs:\n  - name: jobs\n    paths: [\"/x/*.log\"]\n    format: xml\n");
+        let paths: Vec<_> = i.iter().map(|x| (x.path.as_str(), x.line)).collect();
+        assert_eq!(
+            paths,
+            vec![
+                ("listen", Some(1)),
+                ("logs[0].format", Some(7)),
+                ("incidents.quiet_period", Some(3))
+            ]
+        );
+    }
+
+    #[test]
+    fn user_rule_needs_a_literal() {
+        let i = issues("rules:\n  - name: r\n    pattern: \".*\"\n    kind: cuda_error\n");
+        assert_eq!(i[0].path, "rules[0].pattern");
+        assert_eq!(i[0].line, Some(3));
+    }
+
+    #[test]
+    fn sizes_and_durations() {
+        assert_eq!(parse_size(&serde_yaml::Value::from("1MiB")), Ok(1 << 20));
+        assert!(parse_size(&serde_yaml::Value::from("1XB")).is_err());
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+    }
+}

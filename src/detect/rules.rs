@@ -1,0 +1,590 @@
+//! The built-in rule table: one row per root-cause family.
+//!
+//! Rows are data, in the manner of node-problem-detector's kernel-monitor rules, so that adding a
+//! family is one entry here plus a corpus sample that proves it. Every row keys on the text that
+//! the *runtime* prints for the family (a CUDA error string, an NCCL result name, the body of a
+//! kernel `assert`), never on one report's surrounding wording, so the rows also fire on other
+//! PyTorch versions, other launchers' prefixes and other runtimes that print the same strings.
+//!
+//! Sources for the error strings: CUDA runtime `cudaGetErrorString` texts (CUDA Runtime API,
+//! "Data types used by CUDA Runtime", `cudaError` enum), cuBLAS/cuDNN status names, NCCL's
+//! `ncclResult_t` names and `ncclGetErrorString` texts, and the ATen kernel sources named in the
+//! assertion rows (aten/src/ATen/native/cuda/*.cu).
+
+use crate::model::{Blame, Kind};
+
+/// A family of kernel `assert`s, recognised from the assertion expression or the kernel file.
+pub struct AssertFamily {
+    pub category: &'static str,
+    /// Any of these substrings in the assertion expression selects the family.
+    pub expression_has: &'static [&'static str],
+    /// Any of these kernel source file names selects the family (checked after expressions).
+    pub kernel_files: &'static [&'static str],
+    pub hint: &'static str,
+}
+
+/// Checked in order; the first match wins. Expressions are more specific than file names.
+pub const ASSERT_FAMILIES: &[AssertFamily] = &[
+    AssertFamily {
+        category: "nll_target_out_of_range",
+        expression_has: &["n_classes", "n_class"],
+        kernel_files: &[
+            "ClassNLLCriterion.cu",
+            "SpatialClassNLLCriterion.cu",
+            "NLLLoss2d.cu",
+        ],
+        hint: "A class label is < 0 or >= the number of classes (cross_entropy / nll_loss): check \
+               the label range against the model's output size, and ignore_index for padding.",
+    },
+    AssertFamily {
+        category: "bce_target_range",
+        expression_has: &[
+            "target_val >= zero && target_val <= one",
+            "target >= 0. && target <= 1.",
+        ],
+        kernel_files: &[],
+        hint: "A binary cross-entropy target is outside [0, 1]: check the label preprocessing \
+               (e.g. labels 0..255 from an image mask instead of 0/1).",
+    },
+    AssertFamily {
+        category: "bce_input_range",
+        expression_has: &[
+            "input_val >= zero && input_val <= one",
+            "input >= 0. && input <= 1.",
+        ],
+        kernel_files: &["BCECriterion.cu"],
+        hint: "binary_cross_entropy got an input outside [0, 1] (often NaN from an earlier \
+               blow-up, or logits without sigmoid): use BCEWithLogitsLoss on raw logits.",
+    },
+    AssertFamily {
+        category: "embedding_index",
+        expression_has: &["srcIndex < srcSelectDimSize"],
+        kernel_files: &[],
+        hint: "An index_select/embedding lookup got an id >= the table size: a token id >= the \
+               embedding size usually means the tokenizer and the model vocabularies differ \
+               (resize_token_embeddings after adding tokens).",
+    },
+    AssertFamily {
+        category: "index_add_out_of_range",
+        expression_has: &["dstIndex < dstAddDimSize"],
+        kernel_files: &[],
+        hint: "index_add/index_copy got an index >= the destination size along the dimension: \
+               check the index tensor's range.",
+    },
+    AssertFamily {
+        category: "scatter_gather_index",
+        expression_has: &["idx_dim >= 0 && idx_dim < index_size"],
+        kernel_files: &["ScatterGatherKernel.cu"],
+        hint: "gather/scatter got an index outside [0, size) of the indexed dimension: check the \
+               index tensor (e.g. labels used as gather indices).",
+    },
+    AssertFamily {
+        category: "multinomial_invalid_probability",
+        expression_has: &[
+            "probability tensor contains either",
+            "cumdist[size - 1] > ",
+            "ge(val, zero)",
+        ],
+        kernel_files: &[
+            "MultinomialKernel.cu",
+            "THCTensorRandom.cuh",
+            "Distributions.cu",
+        ],
+        hint: "torch.multinomial got probabilities with NaN/inf/negative entries or a row summing \
+               to 0: check the logits for NaN and the temperature/top-p filtering before sampling.",
+    },
+    AssertFamily {
+        category: "index_out_of_bounds",
+        expression_has: &["index out of bounds", "index < sizes[i]"],
+        kernel_files: &["IndexKernel.cu"],
+        hint: "A tensor was indexed with an out-of-range index (t[idx], index_put, or an indexing \
+               op fused into a Triton kernel): check the index values against the dimension size.",
+    },
+    AssertFamily {
+        category: "dynamic_cast",
+        expression_has: &[],
+        kernel_files: &["DynamicCast.h"],
+        hint:
+            "A kernel met a dtype it cannot cast (c10 DynamicCast): check mixed dtypes passed to \
+               the failing op.",
+    },
+];
+
+/// Hint for a kernel assertion that matches no family.
+pub const UNKNOWN_ASSERT_HINT: &str =
+    "A CUDA kernel assertion failed: the assertion text and kernel file name the check; replay \
+     the step with CUDA_LAUNCH_BLOCKING=1 or on CPU to get the failing Python line.";
+
+/// One headline family, keyed on literal text the runtime prints.
+pub struct HeadlineRule {
+    pub name: &'static str,
+    /// Any of these substrings marks a line as this family. They double as prefilter literals.
+    pub literals: &'static [&'static str],
+    pub kind: Kind,
+    pub category: &'static str,
+    pub blame: Blame,
+    pub hint: &'static str,
+    /// Higher wins when several rows match one line (a specific family beats a generic one).
+    pub priority: u8,
+    /// When not empty, the line must also contain one of these (for literals that are common
+    /// outside the family, such as "Connection refused").
+    pub requires_any: &'static [&'static str],
+}
+
+const HIGH: u8 = 30;
+const MID: u8 = 20;
+const GENERIC: u8 = 10;
+
+pub const HEADLINE_RULES: &[HeadlineRule] = &[
+    HeadlineRule {
+        name: "cuda_device_assert",
+        literals: &[
+            "device-side assert triggered",
+            "cudaErrorAssert",
+            "CUDA_ERROR_ASSERT",
+        ],
+        kind: Kind::DeviceAssert,
+        category: "unknown",
+        blame: Blame::Application,
+        hint: "A CUDA kernel assertion failed; the traceback line is asynchronous and likely \
+               wrong. Replay the step with CUDA_LAUNCH_BLOCKING=1 or on CPU to get the real line.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cuda_illegal_address",
+        literals: &[
+            "an illegal memory access was encountered",
+            "CUDA_ERROR_ILLEGAL_ADDRESS",
+            "cudaErrorIllegalAddress",
+        ],
+        kind: Kind::CudaError,
+        category: "illegal_memory_access",
+        blame: Blame::Application,
+        hint: "A kernel read or wrote outside its allocation (a custom/extension kernel, or an \
+               index bug). Run the step under compute-sanitizer; if an Xid 31/13 names another \
+               cause or it repeats on one GPU only, suspect the GPU.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cuda_misaligned_address",
+        literals: &["misaligned address", "CUDA_ERROR_MISALIGNED_ADDRESS"],
+        kind: Kind::CudaError,
+        category: "misaligned_address",
+        blame: Blame::Application,
+        hint: "A kernel used a misaligned pointer (often a custom or fused kernel on a \
+               non-contiguous or offset tensor): try .contiguous() inputs and run under \
+               compute-sanitizer.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cuda_illegal_instruction",
+        literals: &[
+            "an illegal instruction was encountered",
+            "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+        ],
+        kind: Kind::CudaError,
+        category: "illegal_instruction",
+        blame: Blame::Application,
+        hint: "A kernel executed an illegal instruction (a miscompiled or wrong-architecture \
+               kernel): check the extension's build flags; if it is one GPU only, check Xids.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cuda_launch_failure",
+        literals: &["unspecified launch failure", "CUDA_ERROR_LAUNCH_FAILED"],
+        kind: Kind::CudaError,
+        category: "unspecified_launch_failure",
+        blame: Blame::Unknown,
+        hint: "A kernel faulted without a specific cause: check the kernel log for an Xid at the \
+               same time (13/31/43 point at the job, 79/48/119 at the GPU), then replay the step.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cuda_ecc_uncorrectable",
+        literals: &[
+            "uncorrectable ECC error encountered",
+            "CUDA_ERROR_ECC_UNCORRECTABLE",
+        ],
+        kind: Kind::CudaError,
+        category: "ecc_uncorrectable",
+        blame: Blame::Hardware,
+        hint:
+            "The GPU reported an uncorrectable ECC error: drain the node, reset the GPU and check \
+               retired pages/remapped rows; restart the job elsewhere.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cuda_nvlink_uncorrectable",
+        literals: &[
+            "uncorrectable NVLink error",
+            "CUDA_ERROR_NVLINK_UNCORRECTABLE",
+        ],
+        kind: Kind::CudaError,
+        category: "nvlink_uncorrectable",
+        blame: Blame::Hardware,
+        hint: "An uncorrectable NVLink error was detected: drain the node and check NVLink error \
+               counters and Xid 74 in the kernel log.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cuda_no_kernel_image",
+        literals: &[
+            "no kernel image is available for execution",
+            "CUDA_ERROR_NO_BINARY_FOR_GPU",
+        ],
+        kind: Kind::CudaError,
+        category: "no_kernel_image",
+        blame: Blame::Application,
+        hint: "The binary has no kernel for this GPU's architecture: install a PyTorch/extension \
+               build that includes this compute capability (TORCH_CUDA_ARCH_LIST).",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cuda_launch_out_of_resources",
+        literals: &[
+            "too many resources requested for launch",
+            "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+        ],
+        kind: Kind::CudaError,
+        category: "launch_out_of_resources",
+        blame: Blame::Application,
+        hint: "A kernel asked for more registers/shared memory than the GPU has per block: reduce \
+               the block size or tile configuration of the failing kernel.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cuda_device_unavailable",
+        literals: &["busy or unavailable", "CUDA_ERROR_DEVICE_UNAVAILABLE"],
+        kind: Kind::CudaError,
+        category: "device_unavailable",
+        blame: Blame::Unknown,
+        hint: "The GPU refused a new context: another process holds it in exclusive-process mode, \
+               or the GPU is in a bad state (check nvidia-smi and Xids).",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cuda_launch_timeout",
+        literals: &[
+            "the launch timed out and was terminated",
+            "CUDA_ERROR_LAUNCH_TIMEOUT",
+        ],
+        kind: Kind::CudaError,
+        category: "launch_timeout",
+        blame: Blame::Application,
+        hint: "A kernel ran past the display watchdog: run compute on a GPU without a display or \
+               split the work.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cuda_driver_insufficient",
+        literals: &["driver version is insufficient for CUDA runtime version"],
+        kind: Kind::CudaError,
+        category: "driver_version_insufficient",
+        blame: Blame::Driver,
+        hint: "The node's NVIDIA driver is older than the job's CUDA runtime needs: upgrade the \
+               driver or use an image built for the installed driver.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cublas_execution_failed",
+        literals: &["CUBLAS_STATUS_EXECUTION_FAILED"],
+        kind: Kind::CudaError,
+        category: "cublas_execution_failed",
+        blame: Blame::Unknown,
+        hint: "A cuBLAS kernel failed to run: often the echo of an earlier asynchronous error or \
+               an out-of-range input (e.g. an embedding index); replay the step synchronously.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cublas_internal_error",
+        literals: &["CUBLAS_STATUS_INTERNAL_ERROR"],
+        kind: Kind::CudaError,
+        category: "cublas_internal_error",
+        blame: Blame::Unknown,
+        hint: "cuBLAS reported an internal error: often memory pressure or an earlier \
+               asynchronous error; replay the step synchronously.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cublas_alloc_failed",
+        literals: &[
+            "CUBLAS_STATUS_ALLOC_FAILED",
+            "CUBLAS_STATUS_NOT_INITIALIZED",
+        ],
+        kind: Kind::CudaError,
+        category: "cublas_init_failed",
+        blame: Blame::Application,
+        hint: "cuBLAS could not create its handle or workspace, usually because the GPU is out \
+               of memory: reduce memory use or check other processes on the GPU.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cudnn_execution_failed",
+        literals: &["CUDNN_STATUS_EXECUTION_FAILED"],
+        kind: Kind::CudaError,
+        category: "cudnn_execution_failed",
+        blame: Blame::Unknown,
+        hint: "A cuDNN kernel failed to run: often the echo of an earlier asynchronous error; \
+               replay the step synchronously and check the kernel log for Xids.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cudnn_internal_error",
+        literals: &["CUDNN_STATUS_INTERNAL_ERROR"],
+        kind: Kind::CudaError,
+        category: "cudnn_internal_error",
+        blame: Blame::Unknown,
+        hint:
+            "cuDNN reported an internal error: often memory pressure or a cuDNN/driver mismatch; \
+               retry with torch.backends.cudnn.benchmark=False and check GPU memory.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cudnn_mapping_error",
+        literals: &["CUDNN_STATUS_MAPPING_ERROR"],
+        kind: Kind::CudaError,
+        category: "cudnn_mapping_error",
+        blame: Blame::Unknown,
+        hint: "cuDNN could not access GPU memory (mapping error): often an earlier asynchronous \
+               error; replay the step synchronously.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cudnn_not_supported",
+        literals: &["CUDNN_STATUS_NOT_SUPPORTED", "CUDNN_STATUS_BAD_PARAM"],
+        kind: Kind::CudaError,
+        category: "cudnn_unsupported",
+        blame: Blame::Application,
+        hint: "cuDNN rejected the operation's parameters (shape, dtype or layout): check the \
+               inputs of the failing convolution/RNN.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cuda_oom",
+        literals: &[
+            "CUDA out of memory",
+            "OutOfMemoryError",
+            "CUDA error: out of memory",
+            "CUDA_ERROR_OUT_OF_MEMORY",
+            "cudaErrorMemoryAllocation",
+        ],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: "The job ran out of GPU memory: lower the batch size or sequence length, enable \
+               activation checkpointing, or check for other processes on the GPU.",
+        priority: MID,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cuda_error_generic",
+        literals: &[
+            "CUDA error: ",
+            "cuda runtime error (",
+            "CUDA error ",
+            "CUDA Error: ",
+        ],
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: "A CUDA call failed: replay the step with CUDA_LAUNCH_BLOCKING=1 to find the call, \
+               and check the kernel log for Xids on the same GPU.",
+        priority: GENERIC,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "nccl_watchdog_timeout",
+        literals: &["Watchdog caught collective operation timeout"],
+        kind: Kind::NcclError,
+        category: "nccl_watchdog_timeout",
+        blame: Blame::Unknown,
+        hint:
+            "A collective did not finish within the NCCL timeout: one rank is stuck, dead or out \
+               of step. Check the lagging rank's log and node first (its own error comes earlier).",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "nccl_unhandled_cuda_error",
+        literals: &["unhandled cuda error", "ncclUnhandledCudaError"],
+        kind: Kind::NcclError,
+        category: "nccl_unhandled_cuda_error",
+        blame: Blame::Unknown,
+        hint: "NCCL hit a CUDA failure: check this GPU's Xids and the job's CUDA errors; rerun \
+               with NCCL_DEBUG=INFO for the failing call.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "nccl_unhandled_system_error",
+        literals: &["unhandled system error", "ncclSystemError"],
+        kind: Kind::NcclError,
+        category: "nccl_unhandled_system_error",
+        blame: Blame::Unknown,
+        hint: "NCCL hit a system call or network failure (sockets, shared memory, IB): check \
+               /dev/shm size, network interfaces (NCCL_SOCKET_IFNAME) and NCCL_DEBUG=INFO output.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "nccl_internal_error",
+        literals: &[
+            "ncclInternalError",
+            "internal error - please report this issue to the NCCL",
+        ],
+        kind: Kind::NcclError,
+        category: "nccl_internal_error",
+        blame: Blame::Unknown,
+        hint: "NCCL reported an internal error: rerun with NCCL_DEBUG=INFO and check NCCL and \
+               driver versions across ranks.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "nccl_invalid_usage",
+        literals: &["ncclInvalidUsage", "invalid usage (run with NCCL_DEBUG"],
+        kind: Kind::NcclError,
+        category: "nccl_invalid_usage",
+        blame: Blame::Application,
+        hint: "NCCL was called incorrectly (e.g. two ranks on one GPU, mismatched collectives): \
+               check device assignment per rank.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "nccl_remote_error",
+        literals: &[
+            "ncclRemoteError",
+            "remote process exited or there was a network error",
+        ],
+        kind: Kind::NcclError,
+        category: "nccl_remote_error",
+        blame: Blame::Unknown,
+        hint: "A peer rank died or the network dropped: find the first failing rank's error.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "nccl_ib_completion_error",
+        literals: &["Got completion from peer"],
+        kind: Kind::NcclError,
+        category: "nccl_ib_completion_error",
+        blame: Blame::Hardware,
+        hint: "An InfiniBand/RoCE work request completed with an error: check the HCA, cables and \
+               switch port of both peers (ibstat, link error counters).",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "nccl_connection_refused",
+        literals: &["Connection refused"],
+        kind: Kind::NcclError,
+        category: "nccl_connection_refused",
+        blame: Blame::Unknown,
+        hint: "A rank could not connect to a peer: the peer died or a firewall/interface choice \
+               blocks it (NCCL_SOCKET_IFNAME).",
+        priority: MID,
+        requires_any: &["NCCL", "nccl", "c10d", "TCPStore"],
+    },
+    HeadlineRule {
+        name: "nccl_error_generic",
+        literals: &["NCCL error"],
+        kind: Kind::NcclError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: "An NCCL collective failed: rerun with NCCL_DEBUG=INFO and find the first failing \
+               rank.",
+        priority: GENERIC,
+        requires_any: &[],
+    },
+];
+
+/// Literals that only mark a line as belonging to an open failure (hint and teardown lines).
+pub const CONTINUATION_LITERALS: &[&str] = &[
+    "CUDA kernel errors might be asynchronously reported",
+    "CUDA_LAUNCH_BLOCKING",
+    "TORCH_USE_CUDA_DSA",
+    "device-side assertion",
+    "Search for `cuda",
+    "terminate called",
+    "what():",
+    "frame #",
+    "Exception raised from",
+    "CUDA_LOG_FILE",
+    "detected by watchdog",
+    "NCCL WARN",
+    "To avoid data inconsistency",
+];
+
+/// Literals that a numeric blow-up line must contain (case-sensitive); the numeric regexes of
+/// `detect::numeric` then decide. Kept specific so ordinary `loss=` progress lines never reach
+/// the regexes.
+pub const NUMERIC_LITERALS: &[&str] = &[
+    "non-finite",
+    "=nan",
+    "= nan",
+    ": nan",
+    "=-nan",
+    "is nan",
+    "=NaN",
+    ": NaN",
+    "is NaN",
+    "=inf",
+    "= inf",
+    ": inf",
+    "is inf",
+    "infinite or NaN",
+    "NaN or Inf",
+    "Inf or NaN",
+    "reducing loss scale to",
+    "reducing to ",
+    "loss scale already at minimum",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_names_are_unique_and_snake_case() {
+        let mut names: Vec<_> = HEADLINE_RULES.iter().map(|r| r.name).collect();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len());
+        for n in names {
+            assert!(n.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{n}");
+        }
+    }
+
+    #[test]
+    fn every_literal_is_long_enough_for_the_prefilter() {
+        for r in HEADLINE_RULES {
+            for l in r.literals {
+                assert!(l.len() >= 4, "{}: {l:?}", r.name);
+            }
+        }
+        for l in NUMERIC_LITERALS.iter().chain(CONTINUATION_LITERALS) {
+            assert!(l.len() >= 4, "{l:?}");
+        }
+    }
+}

@@ -1,0 +1,779 @@
+//! The grouping engine: evidence in, incident updates out.
+//!
+//! One failure prints many lines: hundreds of per-thread assertion lines, a Python traceback, the
+//! `RuntimeError`/`AcceleratorError` headline and hint lines, often a C++ `terminate` block. The
+//! engine folds them into one incident per failure and starts a new one when a different failure
+//! begins or the stream goes quiet. State is bounded: per stream one open training-log incident,
+//! at most `max_open_xid` open Xid incidents, a traceback buffer of `max_frames` frames, and a
+//! bounded excerpt per incident.
+//!
+//! Boundaries:
+//! - a training-log incident closes when the next evidence is more than `gap_lines` lines after
+//!   its last line, when `quiet_ms` passes without evidence (daemon only), or when evidence of a
+//!   different failure arrives (another kind, or a second headline of another family);
+//! - an Xid incident is keyed by (bus id, Xid number) and closes after `xid_window_ms` without a
+//!   repeat (daemon) or `xid_gap_lines` lines (scan), so a burst of one Xid is one incident while
+//!   different GPUs stay separate.
+
+use crate::detect::{xid as xidparse, xid_catalog};
+use crate::model::{truncate_utf8, AssertSite, Blame, Evidence, Finding, Incident, Kind};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Bounds and windows of grouping.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Evidence further than this many lines after an incident's last line starts a new one.
+    pub gap_lines: u64,
+    /// A training-log incident with no new evidence for this long is closed (0: no clock).
+    pub quiet_ms: u64,
+    /// Repeats of one Xid on one GPU within this window join one incident.
+    pub xid_window_ms: u64,
+    /// Line-based equivalent of `xid_window_ms` for one-shot scans.
+    pub xid_gap_lines: u64,
+    /// Excerpt lines kept per incident (the rest is counted, not kept).
+    pub excerpt_lines: usize,
+    /// Bytes kept per excerpt line.
+    pub excerpt_line_bytes: usize,
+    /// Open Xid incidents kept per stream; the oldest is closed when a new one needs room.
+    pub max_open_xid: usize,
+    /// Traceback frames kept while waiting for the headline they belong to.
+    pub max_frames: usize,
+    /// A traceback belongs to a headline at most this many lines after its last frame.
+    pub traceback_attach_lines: u64,
+    /// Distinct assertion sites kept per incident.
+    pub max_assert_sites: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            gap_lines: 40,
+            quiet_ms: 3_000,
+            xid_window_ms: 60_000,
+            xid_gap_lines: 2_000,
+            excerpt_lines: 60,
+            excerpt_line_bytes: 1_024,
+            max_open_xid: 64,
+            max_frames: 64,
+            traceback_attach_lines: 6,
+            max_assert_sites: 8,
+        }
+    }
+}
+
+/// A change to one incident, as seen after a batch of evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Update {
+    /// Engine-local key, stable for the life of the incident.
+    pub key: u64,
+    pub stream: u64,
+    pub incident: Incident,
+    /// The incident is complete; no further updates will follow.
+    pub closed: bool,
+    /// This is the first update of this incident (count it now).
+    pub first: bool,
+}
+
+#[derive(Debug)]
+struct Open {
+    key: u64,
+    stream: u64,
+    inc: Incident,
+    last_at_ms: u64,
+    headline_rule: Option<String>,
+    reported: bool,
+}
+
+#[derive(Debug, Default)]
+struct PendingTraceback {
+    start_line: Option<u64>,
+    start_offset: Option<u64>,
+    last_line: u64,
+    frames: VecDeque<(String, u32, bool)>,
+    lines: VecDeque<String>,
+}
+
+#[derive(Debug, Default)]
+struct StreamState {
+    open: Option<Open>,
+    xids: Vec<Open>,
+    tb: PendingTraceback,
+    mention: Option<(String, u64)>,
+    identities: BTreeMap<String, String>,
+}
+
+/// The grouping engine. See the module docs.
+#[derive(Debug)]
+pub struct Engine {
+    cfg: EngineConfig,
+    streams: BTreeMap<u64, StreamState>,
+    next_key: u64,
+    dirty: Vec<u64>,
+    done: Vec<Update>,
+}
+
+const MAX_IDENTITIES: usize = 256;
+
+impl Engine {
+    pub fn new(cfg: EngineConfig) -> Self {
+        Engine {
+            cfg,
+            streams: BTreeMap::new(),
+            next_key: 1,
+            dirty: Vec::new(),
+            done: Vec::new(),
+        }
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    /// Folds one finding of `stream` into the incidents.
+    pub fn observe(&mut self, stream: u64, f: Finding) {
+        self.expire(stream, f.line, f.at_ms);
+        let cfg = self.cfg.clone();
+        let st = self.streams.entry(stream).or_default();
+        match &f.evidence {
+            Evidence::TracebackStart => {
+                st.tb = PendingTraceback {
+                    start_line: Some(f.line),
+                    start_offset: f.offset,
+                    last_line: f.line,
+                    ..Default::default()
+                };
+                st.tb
+                    .lines
+                    .push_back(truncate_utf8(&f.text, cfg.excerpt_line_bytes));
+            }
+            Evidence::Frame {
+                file,
+                line,
+                user_code,
+                ..
+            } => {
+                if st.tb.start_line.is_none() {
+                    st.tb.start_line = Some(f.line);
+                    st.tb.start_offset = f.offset;
+                }
+                st.tb.last_line = f.line;
+                if st.tb.frames.len() == cfg.max_frames {
+                    st.tb.frames.pop_front();
+                }
+                st.tb.frames.push_back((file.clone(), *line, *user_code));
+                if st.tb.lines.len() < cfg.max_frames {
+                    st.tb
+                        .lines
+                        .push_back(truncate_utf8(&f.text, cfg.excerpt_line_bytes));
+                }
+            }
+            Evidence::Continuation => {
+                if let Some(o) = st.open.as_mut() {
+                    extend(o, &f, &cfg);
+                    self.dirty.push(o.key);
+                }
+            }
+            Evidence::KernelAssert {
+                kernel_file,
+                assertion,
+                block,
+                thread,
+                category,
+                hint,
+            } => {
+                let joins = st
+                    .open
+                    .as_ref()
+                    .is_some_and(|o| o.inc.kind == Kind::DeviceAssert);
+                if !joins {
+                    let inc = new_incident(
+                        &f,
+                        Kind::DeviceAssert,
+                        category,
+                        Blame::Application,
+                        hint,
+                        &cfg,
+                    );
+                    let key = self.next_key;
+                    self.next_key += 1;
+                    if let Some(old) = st.open.replace(Open {
+                        key,
+                        stream,
+                        inc,
+                        last_at_ms: f.at_ms,
+                        headline_rule: None,
+                        reported: false,
+                    }) {
+                        self.done.push(close(old));
+                    }
+                } else if let Some(o) = st.open.as_mut() {
+                    extend(o, &f, &cfg);
+                }
+                if let Some(o) = st.open.as_mut() {
+                    add_site(
+                        o,
+                        kernel_file,
+                        assertion,
+                        *block,
+                        *thread,
+                        category,
+                        hint,
+                        &cfg,
+                    );
+                    if o.inc.message.is_none() {
+                        o.inc.message = Some(truncate_utf8(f.text.trim(), cfg.excerpt_line_bytes));
+                    }
+                    attach_traceback(&mut st.tb, o, f.line, &cfg);
+                    self.dirty.push(o.key);
+                }
+            }
+            Evidence::Headline {
+                kind,
+                category,
+                blame,
+                hint,
+                rule,
+            } => {
+                let joins = st.open.as_ref().is_some_and(|o| {
+                    o.inc.kind == *kind
+                        && (o.headline_rule.is_none()
+                            || o.headline_rule.as_deref() == Some(rule.as_str())
+                            || category == "unknown"
+                            || o.inc.category == "unknown")
+                });
+                if !joins {
+                    let inc = new_incident(&f, *kind, category, *blame, hint, &cfg);
+                    let key = self.next_key;
+                    self.next_key += 1;
+                    if let Some(old) = st.open.replace(Open {
+                        key,
+                        stream,
+                        inc,
+                        last_at_ms: f.at_ms,
+                        headline_rule: None,
+                        reported: false,
+                    }) {
+                        self.done.push(close(old));
+                    }
+                } else if let Some(o) = st.open.as_mut() {
+                    extend(o, &f, &cfg);
+                }
+                if let Some(o) = st.open.as_mut() {
+                    if o.headline_rule.is_none() {
+                        o.headline_rule = Some(rule.clone());
+                        o.inc.message = Some(truncate_utf8(f.text.trim(), cfg.excerpt_line_bytes));
+                    }
+                    // A specific family refines a generic one ("CUDA error: …" → illegal address).
+                    if o.inc.category == "unknown" && category != "unknown" && o.inc.kind == *kind {
+                        o.inc.category = category.clone();
+                        o.inc.blame = *blame;
+                        o.inc.hint = hint.clone();
+                    }
+                    attach_traceback(&mut st.tb, o, f.line, &cfg);
+                    self.dirty.push(o.key);
+                }
+            }
+            Evidence::Xid {
+                xid,
+                pci,
+                pid,
+                process,
+                ..
+            } => {
+                let pos = st.xids.iter().position(|o| {
+                    o.inc.xid == Some(*xid) && o.inc.pci.as_deref() == pci.as_deref()
+                });
+                match pos {
+                    Some(i) => {
+                        let o = &mut st.xids[i];
+                        extend(o, &f, &cfg);
+                        if o.inc.pid.is_none() {
+                            o.inc.pid = *pid;
+                            o.inc.process_name.clone_from(process);
+                        }
+                        self.dirty.push(o.key);
+                    }
+                    None => {
+                        let mut inc = new_incident(
+                            &f,
+                            Kind::Xid,
+                            &xid_catalog::category(*xid),
+                            xid_catalog::blame(*xid),
+                            &xid_catalog::hint(*xid),
+                            &cfg,
+                        );
+                        inc.xid = Some(*xid);
+                        inc.pci.clone_from(pci);
+                        inc.pid = *pid;
+                        inc.process_name.clone_from(process);
+                        inc.message = Some(truncate_utf8(f.text.trim(), cfg.excerpt_line_bytes));
+                        inc.gpu_uuid = pci
+                            .as_ref()
+                            .and_then(|p| lookup_identity(&st.identities, p));
+                        let key = self.next_key;
+                        self.next_key += 1;
+                        if st.xids.len() >= cfg.max_open_xid {
+                            let old = st.xids.remove(0);
+                            self.done.push(close(old));
+                        }
+                        st.xids.push(Open {
+                            key,
+                            stream,
+                            inc,
+                            last_at_ms: f.at_ms,
+                            headline_rule: None,
+                            reported: false,
+                        });
+                        self.dirty.push(key);
+                    }
+                }
+            }
+            Evidence::FallenOffBus { pci } => {
+                let pci = pci.clone().or_else(|| {
+                    st.mention
+                        .as_ref()
+                        .filter(|(_, l)| f.line <= l + 4)
+                        .map(|(p, _)| p.clone())
+                });
+                let existing = st.xids.iter_mut().find(|o| {
+                    o.inc.xid == Some(79)
+                        && match (&o.inc.pci, &pci) {
+                            (Some(a), Some(b)) => xidparse::same_bus(a, b),
+                            _ => false,
+                        }
+                });
+                if let Some(o) = existing {
+                    extend(o, &f, &cfg);
+                    self.dirty.push(o.key);
+                } else {
+                    let mut inc = new_incident(
+                        &f,
+                        Kind::Xid,
+                        "gpu_fallen_off_bus_no_xid",
+                        Blame::Hardware,
+                        &xid_catalog::hint(79),
+                        &cfg,
+                    );
+                    inc.gpu_uuid = pci
+                        .as_ref()
+                        .and_then(|p| lookup_identity(&st.identities, p));
+                    inc.pci = pci;
+                    inc.message = Some(truncate_utf8(f.text.trim(), cfg.excerpt_line_bytes));
+                    if let Some((_, l)) = st.mention.take() {
+                        inc.first_line = inc.first_line.min(l);
+                    }
+                    let key = self.next_key;
+                    self.next_key += 1;
+                    if st.xids.len() >= cfg.max_open_xid {
+                        let old = st.xids.remove(0);
+                        self.done.push(close(old));
+                    }
+                    st.xids.push(Open {
+                        key,
+                        stream,
+                        inc,
+                        last_at_ms: f.at_ms,
+                        headline_rule: None,
+                        reported: false,
+                    });
+                    self.dirty.push(key);
+                }
+            }
+            Evidence::GpuIdentity { pci, uuid } => {
+                if st.identities.len() >= MAX_IDENTITIES && !st.identities.contains_key(pci) {
+                    st.identities.pop_first();
+                }
+                st.identities.insert(pci.to_ascii_lowercase(), uuid.clone());
+                for o in st.xids.iter_mut() {
+                    if o.inc.gpu_uuid.is_none()
+                        && o.inc
+                            .pci
+                            .as_deref()
+                            .is_some_and(|p| xidparse::same_bus(p, pci))
+                    {
+                        o.inc.gpu_uuid = Some(uuid.clone());
+                        self.dirty.push(o.key);
+                    }
+                }
+            }
+            Evidence::GpuMention { pci } => {
+                st.mention = Some((pci.clone(), f.line));
+            }
+        }
+    }
+
+    /// Closes incidents of `stream` that `line`/`at_ms` puts past their windows.
+    fn expire(&mut self, stream: u64, line: u64, at_ms: u64) {
+        let cfg = &self.cfg;
+        let Some(st) = self.streams.get_mut(&stream) else {
+            return;
+        };
+        if let Some(o) = &st.open {
+            let by_lines = line > o.inc.last_line + cfg.gap_lines;
+            let by_time =
+                cfg.quiet_ms > 0 && at_ms > 0 && at_ms.saturating_sub(o.last_at_ms) > cfg.quiet_ms;
+            if by_lines || by_time {
+                if let Some(o) = st.open.take() {
+                    self.done.push(close(o));
+                }
+            }
+        }
+        let mut i = 0;
+        while i < st.xids.len() {
+            let o = &st.xids[i];
+            let by_lines = line > o.inc.last_line + cfg.xid_gap_lines;
+            let by_time = at_ms > 0 && at_ms.saturating_sub(o.last_at_ms) > cfg.xid_window_ms;
+            if by_lines || by_time {
+                let o = st.xids.remove(i);
+                self.done.push(close(o));
+            } else {
+                i += 1;
+            }
+        }
+        if st.tb.start_line.is_some() && line > st.tb.last_line + cfg.gap_lines {
+            st.tb = PendingTraceback::default();
+        }
+    }
+
+    /// Closes incidents whose quiet period ended by `now_ms` (daemon clock).
+    pub fn tick(&mut self, now_ms: u64) {
+        let cfg = self.cfg.clone();
+        for st in self.streams.values_mut() {
+            if let Some(o) = &st.open {
+                if cfg.quiet_ms > 0 && now_ms.saturating_sub(o.last_at_ms) > cfg.quiet_ms {
+                    if let Some(o) = st.open.take() {
+                        self.done.push(close(o));
+                    }
+                }
+            }
+            let mut i = 0;
+            while i < st.xids.len() {
+                if now_ms.saturating_sub(st.xids[i].last_at_ms) > cfg.xid_window_ms {
+                    let o = st.xids.remove(i);
+                    self.done.push(close(o));
+                } else {
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    /// Closes everything open on `stream` (end of input).
+    pub fn flush_stream(&mut self, stream: u64) {
+        if let Some(mut st) = self.streams.remove(&stream) {
+            if let Some(o) = st.open.take() {
+                self.done.push(close(o));
+            }
+            for o in st.xids.drain(..) {
+                self.done.push(close(o));
+            }
+        }
+    }
+
+    /// Closes everything open on every stream.
+    pub fn flush_all(&mut self) {
+        let keys: Vec<u64> = self.streams.keys().copied().collect();
+        for k in keys {
+            self.flush_stream(k);
+        }
+    }
+
+    /// The smallest `first_line` among open incidents and pending tracebacks of any stream.
+    pub fn min_open_first_line(&self) -> Option<u64> {
+        self.streams
+            .values()
+            .flat_map(|s| {
+                s.open
+                    .iter()
+                    .chain(s.xids.iter())
+                    .map(|o| o.inc.first_line)
+                    .chain(s.tb.start_line)
+            })
+            .min()
+    }
+
+    /// Number of incidents currently open (all streams).
+    pub fn open_count(&self) -> usize {
+        self.streams
+            .values()
+            .map(|s| usize::from(s.open.is_some()) + s.xids.len())
+            .sum()
+    }
+
+    /// Returns what changed since the last call: updates of open incidents, then closed ones,
+    /// each in the order it happened.
+    pub fn drain(&mut self) -> Vec<Update> {
+        let mut out = Vec::new();
+        let mut dirty = std::mem::take(&mut self.dirty);
+        dirty.sort_unstable();
+        dirty.dedup();
+        for st in self.streams.values_mut() {
+            for o in st.open.iter_mut().chain(st.xids.iter_mut()) {
+                if dirty.binary_search(&o.key).is_ok() {
+                    out.push(Update {
+                        key: o.key,
+                        stream: o.stream,
+                        incident: o.inc.clone(),
+                        closed: false,
+                        first: !o.reported,
+                    });
+                    o.reported = true;
+                }
+            }
+        }
+        out.sort_by_key(|u| u.key);
+        out.append(&mut self.done);
+        out
+    }
+}
+
+fn lookup_identity(ids: &BTreeMap<String, String>, pci: &str) -> Option<String> {
+    ids.iter()
+        .find(|(p, _)| xidparse::same_bus(p, pci))
+        .map(|(_, u)| u.clone())
+}
+
+fn close(o: Open) -> Update {
+    Update {
+        key: o.key,
+        stream: o.stream,
+        incident: o.inc,
+        closed: true,
+        first: !o.reported,
+    }
+}
+
+fn new_incident(
+    f: &Finding,
+    kind: Kind,
+    category: &str,
+    blame: Blame,
+    hint: &str,
+    cfg: &EngineConfig,
+) -> Incident {
+    Incident {
+        kind,
+        category: category.to_owned(),
+        xid: None,
+        pci: None,
+        pid: None,
+        assertion: None,
+        kernel_file: None,
+        python_frame: None,
+        message: None,
+        first_line: f.line,
+        last_line: f.line,
+        blame,
+        hint: hint.to_owned(),
+        process_name: None,
+        gpu_uuid: None,
+        block: None,
+        thread: None,
+        evidence_lines: 1,
+        assert_sites: Vec::new(),
+        first_offset: f.offset,
+        excerpt: vec![truncate_utf8(&f.text, cfg.excerpt_line_bytes)],
+        excerpt_truncated: false,
+        first_at_ms: f.at_ms,
+    }
+}
+
+fn extend(o: &mut Open, f: &Finding, cfg: &EngineConfig) {
+    o.inc.evidence_lines += 1;
+    o.inc.last_line = o.inc.last_line.max(f.line);
+    o.last_at_ms = o.last_at_ms.max(f.at_ms);
+    push_excerpt(&mut o.inc, &f.text, cfg);
+}
+
+fn push_excerpt(inc: &mut Incident, text: &str, cfg: &EngineConfig) {
+    if inc.excerpt.len() < cfg.excerpt_lines {
+        inc.excerpt
+            .push(truncate_utf8(text, cfg.excerpt_line_bytes));
+    } else {
+        inc.excerpt_truncated = true;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn add_site(
+    o: &mut Open,
+    kernel_file: &Option<String>,
+    assertion: &str,
+    block: Option<[u32; 3]>,
+    thread: Option<[u32; 3]>,
+    category: &str,
+    hint: &str,
+    cfg: &EngineConfig,
+) {
+    let inc = &mut o.inc;
+    if inc.assertion.is_none() {
+        inc.assertion = Some(truncate_utf8(assertion, cfg.excerpt_line_bytes));
+        inc.kernel_file.clone_from(kernel_file);
+        inc.block = block;
+        inc.thread = thread;
+    }
+    if inc.category == "unknown" && category != "unknown" {
+        inc.category = category.to_owned();
+        inc.hint = hint.to_owned();
+    }
+    if let Some(s) = inc
+        .assert_sites
+        .iter_mut()
+        .find(|s| s.assertion == assertion && &s.kernel_file == kernel_file)
+    {
+        s.threads += 1;
+    } else if inc.assert_sites.len() < cfg.max_assert_sites {
+        inc.assert_sites.push(AssertSite {
+            kernel_file: kernel_file.clone(),
+            assertion: truncate_utf8(assertion, cfg.excerpt_line_bytes),
+            threads: 1,
+            first_block: block,
+            first_thread: thread,
+        });
+    }
+}
+
+/// Gives the incident the traceback that ended just before `line`, if there is one.
+fn attach_traceback(tb: &mut PendingTraceback, o: &mut Open, line: u64, cfg: &EngineConfig) {
+    let Some(start) = tb.start_line else { return };
+    if tb.frames.is_empty()
+        || line > tb.last_line + cfg.traceback_attach_lines
+        || line < tb.last_line
+    {
+        return;
+    }
+    if let Some((file, l, _)) = tb.frames.iter().rev().find(|(_, _, user)| *user) {
+        o.inc.python_frame = Some(format!("{file}:{l}"));
+    }
+    if start < o.inc.first_line {
+        o.inc.first_line = start;
+        o.inc.first_offset = tb.start_offset.or(o.inc.first_offset);
+    }
+    let tb_lines: Vec<String> = tb.lines.drain(..).collect();
+    let mut excerpt = tb_lines;
+    excerpt.append(&mut o.inc.excerpt);
+    excerpt.truncate(cfg.excerpt_lines);
+    o.inc.excerpt = excerpt;
+    *tb = PendingTraceback::default();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::DetectorSet;
+
+    fn run(text: &str) -> Vec<Incident> {
+        let d = DetectorSet::builtin();
+        let mut e = Engine::new(EngineConfig::default());
+        for (i, l) in text.lines().enumerate() {
+            if let Some(ev) = d.inspect(l) {
+                e.observe(
+                    0,
+                    Finding {
+                        line: i as u64 + 1,
+                        offset: None,
+                        at_ms: 0,
+                        text: l.into(),
+                        evidence: ev,
+                    },
+                );
+            }
+        }
+        e.flush_all();
+        e.drain()
+            .into_iter()
+            .filter(|u| u.closed)
+            .map(|u| u.incident)
+            .collect()
+    }
+
+    const ASSERT_BLOCK: &str = "../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [0,0,0], thread: [1,0,0] Assertion `index out of bounds` failed.
+../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [0,0,0], thread: [2,0,0] Assertion `index out of bounds` failed.
+Traceback (most recent call last):
+  File \"/workspace/train.py\", line 88, in <module>
+    loss.backward()
+  File \"/usr/lib/python3.10/site-packages/torch/_tensor.py\", line 5, in backward
+RuntimeError: CUDA error: device-side assert triggered
+CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+For debugging consider passing CUDA_LAUNCH_BLOCKING=1.
+";
+
+    #[test]
+    fn one_failure_is_one_incident() {
+        let incs = run(ASSERT_BLOCK);
+        assert_eq!(incs.len(), 1, "{incs:#?}");
+        let i = &incs[0];
+        assert_eq!(i.kind, Kind::DeviceAssert);
+        assert_eq!(i.category, "index_out_of_bounds");
+        assert_eq!(i.kernel_file.as_deref(), Some("IndexKernel.cu:92"));
+        assert_eq!(i.python_frame.as_deref(), Some("/workspace/train.py:88"));
+        assert_eq!(
+            i.message.as_deref(),
+            Some("RuntimeError: CUDA error: device-side assert triggered")
+        );
+        assert_eq!((i.first_line, i.last_line), (1, 9));
+        assert_eq!(i.assert_sites[0].threads, 2);
+    }
+
+    #[test]
+    fn two_failures_far_apart_are_two() {
+        let mut text = String::from(ASSERT_BLOCK);
+        for n in 0..100 {
+            text.push_str(&format!("step {n} loss 0.5\n"));
+        }
+        text.push_str(ASSERT_BLOCK);
+        assert_eq!(run(&text).len(), 2);
+    }
+
+    #[test]
+    fn different_kinds_split() {
+        let incs = run("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\nRuntimeError: CUDA error: an illegal memory access was encountered\n");
+        assert_eq!(incs.len(), 2);
+        assert_eq!(incs[0].kind, Kind::Oom);
+        assert_eq!(incs[1].category, "illegal_memory_access");
+    }
+
+    #[test]
+    fn xid_bursts_group_per_gpu() {
+        let incs = run("NVRM: Xid (PCI:0000:dc:00): 45, pid=1, name=python3, Ch 1\nNVRM: Xid (PCI:0000:ed:00): 45, pid=2, name=python3, Ch 2\nNVRM: Xid (PCI:0000:dc:00): 45, pid=1, name=python3, Ch 3\n");
+        assert_eq!(incs.len(), 2);
+        assert_eq!(incs[0].pci.as_deref(), Some("0000:dc:00"));
+        assert_eq!(incs[0].evidence_lines, 2);
+    }
+
+    #[test]
+    fn bus_loss_line_joins_xid_79_and_identity_gives_uuid() {
+        let incs = run("NVRM: GPU at PCI:0000:01:00: GPU-ccdb674e-0f5b-c678-9099-59940ccd0641\nNVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.\nNVRM: GPU 0000:01:00.0: GPU has fallen off the bus.\n");
+        assert_eq!(incs.len(), 1);
+        assert_eq!(
+            incs[0].gpu_uuid.as_deref(),
+            Some("GPU-ccdb674e-0f5b-c678-9099-59940ccd0641")
+        );
+        assert_eq!(incs[0].blame, Blame::Hardware);
+    }
+
+    #[test]
+    fn quiet_period_closes_in_daemon_mode() {
+        let d = DetectorSet::builtin();
+        let mut e = Engine::new(EngineConfig::default());
+        let l = "RuntimeError: CUDA error: misaligned address";
+        e.observe(
+            1,
+            Finding {
+                line: 1,
+                offset: Some(0),
+                at_ms: 1_000,
+                text: l.into(),
+                evidence: d.inspect(l).unwrap(),
+            },
+        );
+        let u = e.drain();
+        assert_eq!(u.len(), 1);
+        assert!(u[0].first && !u[0].closed);
+        e.tick(2_000);
+        assert!(e.drain().is_empty());
+        e.tick(10_000);
+        let u = e.drain();
+        assert!(u[0].closed && !u[0].first);
+    }
+}

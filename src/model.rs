@@ -1,0 +1,233 @@
+//! Values that cross module boundaries: what a finding says, what an incident is.
+//!
+//! Nothing here does I/O or knows about tasks; sources, detection, the incident engine, the
+//! store and the sinks all speak in these types, so each of them can be tested alone.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The incident families of the public contract (`scan --format jsonl`, the API, metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    DeviceAssert,
+    CudaError,
+    Oom,
+    NcclError,
+    Numeric,
+    Xid,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 6] = [
+        Kind::DeviceAssert,
+        Kind::CudaError,
+        Kind::Oom,
+        Kind::NcclError,
+        Kind::Numeric,
+        Kind::Xid,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::DeviceAssert => "device_assert",
+            Kind::CudaError => "cuda_error",
+            Kind::Oom => "oom",
+            Kind::NcclError => "nccl_error",
+            Kind::Numeric => "numeric",
+            Kind::Xid => "xid",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whose fault an incident most likely is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Blame {
+    Application,
+    Hardware,
+    Driver,
+    Unknown,
+}
+
+impl Blame {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Blame::Application => "application",
+            Blame::Hardware => "hardware",
+            Blame::Driver => "driver",
+            Blame::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Blame> {
+        [
+            Blame::Application,
+            Blame::Hardware,
+            Blame::Driver,
+            Blame::Unknown,
+        ]
+        .into_iter()
+        .find(|b| b.as_str() == s)
+    }
+}
+
+impl fmt::Display for Blame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which kind of text a stream carries; it picks the decoder, not the rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StreamKind {
+    TrainingLog,
+    KernelLog,
+}
+
+/// One piece of evidence found on one line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// 1-based line number within the stream.
+    pub line: u64,
+    /// Byte offset of the line's start in its source, where the source has offsets.
+    pub offset: Option<u64>,
+    /// Milliseconds on the caller's clock when the line was read (0 in one-shot scans).
+    pub at_ms: u64,
+    /// The line as decoded, cut to the excerpt bound.
+    pub text: String,
+    pub evidence: Evidence,
+}
+
+/// What a line says. Strong evidence opens incidents; context only joins them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Evidence {
+    /// A CUDA device `assert` line: `File.cu:L: fn: block: [..], thread: [..] Assertion `e` failed.`
+    KernelAssert {
+        kernel_file: Option<String>,
+        assertion: String,
+        block: Option<[u32; 3]>,
+        thread: Option<[u32; 3]>,
+        category: String,
+        hint: String,
+    },
+    /// The headline of a failure (an exception line, an NCCL error, a numeric blow-up).
+    Headline {
+        kind: Kind,
+        category: String,
+        blame: Blame,
+        hint: String,
+        rule: String,
+    },
+    /// A line that belongs to an open failure but never starts one (hint lines, C++ frames).
+    Continuation,
+    /// `Traceback (most recent call last):`
+    TracebackStart,
+    /// One Python frame `File "f", line N, in fn` (or a notebook `Cell In[N], line L`).
+    Frame {
+        file: String,
+        line: u32,
+        function: Option<String>,
+        user_code: bool,
+    },
+    /// `NVRM: Xid (PCI:dddd:bb:dd): N, pid=…, name=…, …`
+    Xid {
+        xid: u32,
+        pci: Option<String>,
+        pid: Option<u32>,
+        process: Option<String>,
+        detail: String,
+    },
+    /// The driver's "has fallen off the bus" wording without an Xid number on the line.
+    FallenOffBus { pci: Option<String> },
+    /// `NVRM: GPU at PCI:dddd:bb:dd: GPU-<uuid>`: ties a bus id to a UUID.
+    GpuIdentity { pci: String, uuid: String },
+    /// `NVRM: The NVIDIA GPU dddd:bb:dd.f`: the first line of the multi-line bus-loss message.
+    GpuMention { pci: String },
+}
+
+/// A deduplicated kernel assertion seen in an incident, with how many threads reported it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssertSite {
+    pub kernel_file: Option<String>,
+    pub assertion: String,
+    pub threads: u64,
+    pub first_block: Option<[u32; 3]>,
+    pub first_thread: Option<[u32; 3]>,
+}
+
+/// One failure, grouped from all its lines. The public fields follow DESIGN.md's `scan` contract.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Incident {
+    pub kind: Kind,
+    pub category: String,
+    pub xid: Option<u32>,
+    pub pci: Option<String>,
+    pub pid: Option<u32>,
+    pub assertion: Option<String>,
+    pub kernel_file: Option<String>,
+    pub python_frame: Option<String>,
+    pub message: Option<String>,
+    pub first_line: u64,
+    pub last_line: u64,
+    pub blame: Blame,
+    pub hint: String,
+    /// Extra detail beyond the contract.
+    pub process_name: Option<String>,
+    pub gpu_uuid: Option<String>,
+    pub block: Option<[u32; 3]>,
+    pub thread: Option<[u32; 3]>,
+    /// Number of evidence lines folded into this incident.
+    pub evidence_lines: u64,
+    pub assert_sites: Vec<AssertSite>,
+    /// Byte offset of the first evidence line in its source, where known.
+    pub first_offset: Option<u64>,
+    /// Bounded excerpt of the evidence lines (see `EngineConfig::excerpt_lines`).
+    pub excerpt: Vec<String>,
+    pub excerpt_truncated: bool,
+    /// When the first evidence line was read, on the caller's clock (ms).
+    pub first_at_ms: u64,
+}
+
+/// Cuts `s` to at most `max` bytes on a character boundary, appending `…` when it cut.
+pub fn truncate_utf8(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut out = s[..end].to_owned();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_round_trips() {
+        for k in Kind::ALL {
+            assert_eq!(Kind::parse(k.as_str()), Some(k));
+        }
+    }
+
+    #[test]
+    fn truncate_respects_char_boundaries() {
+        assert_eq!(truncate_utf8("héllo", 2), "h…");
+        assert_eq!(truncate_utf8("abc", 3), "abc");
+    }
+}

@@ -1,0 +1,3 @@
+//! The kernel log: parsing of `/dev/kmsg` records (the daemon's reader builds on this).
+
+pub mod record;

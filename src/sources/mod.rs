@@ -1,0 +1,6 @@
+//! Sources: where lines come from and how they are decoded before detection.
+
+pub mod decode;
+pub mod kmsg;
+pub mod reader;
+pub mod stream;

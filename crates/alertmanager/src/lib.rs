@@ -44,7 +44,7 @@ mod notifier;
 mod receiver;
 mod transport;
 
-pub use alert::{Alert, WireAlert};
+pub use alert::Alert;
 pub use config::{
     AlertmanagerConfig, Auth, ConfigError, TlsConfig, DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_BACKOFF,
     DEFAULT_QUEUE_CAPACITY, DEFAULT_RESEND_INTERVAL, DEFAULT_RESOLVE_AFTER,
@@ -59,4 +59,3 @@ pub use metrics::{
     ALERTS_SENT_TOTAL,
 };
 pub use notifier::{Notifier, NotifierHandle};
-pub use transport::PushError;

@@ -110,11 +110,15 @@ pub(crate) fn sanitise(
         truncate_utf8(value, max_annotation_bytes);
     }
 
-    if let Some(url) = &alert.generator_url {
-        let absolute = url::Url::parse(url).is_ok();
-        if !absolute || url.len() > max_annotation_bytes {
-            alert.generator_url = None;
-            repairs.invalid_generator_url = 1;
+    // Alertmanager checks `generatorURL` against the `uri` format while binding the request,
+    // before looking at single alerts, so a malformed one would fail the whole batch. Sending
+    // the parsed, normalised form (spaces and the like percent-encoded) avoids that.
+    if let Some(raw) = alert.generator_url.take() {
+        match url::Url::parse(&raw) {
+            Ok(parsed) if parsed.as_str().len() <= max_annotation_bytes => {
+                alert.generator_url = Some(parsed.into());
+            }
+            _ => repairs.invalid_generator_url = 1,
         }
     }
     Ok((alert, repairs))
@@ -216,5 +220,7 @@ mod tests {
         let (clean, r) = sanitise(base().generator_url("http://h:9949/i/1"), 4096).unwrap();
         assert_eq!(clean.generator_url.as_deref(), Some("http://h:9949/i/1"));
         assert_eq!(r.invalid_generator_url, 0);
+        let (clean, _) = sanitise(base().generator_url("http://h/a b"), 4096).unwrap();
+        assert_eq!(clean.generator_url.as_deref(), Some("http://h/a%20b"));
     }
 }

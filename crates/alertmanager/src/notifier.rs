@@ -51,7 +51,7 @@ impl Notifier {
         config: AlertmanagerConfig,
         metrics: Metrics,
     ) -> Result<(NotifierHandle, JoinHandle<()>), ConfigError> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| ConfigError::NoRuntime)?;
+        tokio::runtime::Handle::try_current().map_err(|_| ConfigError::NoRuntime)?;
         let endpoints = config.validate()?;
         let client = build_client(&config)?;
         let receivers = endpoints
@@ -63,7 +63,6 @@ impl Notifier {
                 )
             })
             .collect();
-        let _guard = runtime.enter();
         Ok(start(&config, metrics, receivers))
     }
 }

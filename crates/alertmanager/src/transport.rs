@@ -64,12 +64,23 @@ pub(crate) trait Transport: Send + Sync + 'static {
 pub(crate) struct HttpTransport {
     client: Client,
     url: Url,
+    /// `url` without user name and password, for errors and logs.
+    shown: String,
     auth: Auth,
 }
 
 impl HttpTransport {
     pub(crate) fn new(client: Client, url: Url, auth: Auth) -> Self {
-        Self { client, url, auth }
+        let mut shown = url.clone();
+        // Both setters only fail for URLs that cannot have credentials, which then have none.
+        let _ = shown.set_username("");
+        let _ = shown.set_password(None);
+        Self {
+            client,
+            url,
+            shown: shown.to_string(),
+            auth,
+        }
     }
 }
 
@@ -81,17 +92,18 @@ impl Transport for HttpTransport {
             Auth::Basic { username, password } => request.basic_auth(username, Some(password)),
             Auth::Bearer { token } => request.bearer_auth(token),
         };
-        let url = self.url.as_str();
+        let url = &self.shown;
+        // `without_url`: the error would otherwise repeat the URL, credentials included.
         let mut response = request.send().await.map_err(|source| PushError::Request {
-            url: url.to_string(),
-            source,
+            url: url.clone(),
+            source: source.without_url(),
         })?;
         let status = response.status();
         if status.is_success() {
             return Ok(());
         }
         Err(PushError::Status {
-            url: url.to_string(),
+            url: url.clone(),
             status: status.as_u16(),
             body: bounded_body(&mut response, status).await,
         })
@@ -188,6 +200,37 @@ mod tests {
         for s in [400, 401, 403, 404, 413, 422] {
             assert!(!status(s).is_retryable(), "{s}");
         }
+    }
+
+    #[tokio::test]
+    async fn credentials_in_the_url_stay_out_of_errors() {
+        // A port that was free a moment ago: the connection is refused on 127.0.0.1.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = Url::parse(&format!(
+            "http://user:s3cret@127.0.0.1:{port}/api/v2/alerts"
+        ))
+        .unwrap();
+        let client = build_client(&AlertmanagerConfig::default()).unwrap();
+        let err = HttpTransport::new(client, url, Auth::None)
+            .post(Vec::new())
+            .await
+            .unwrap_err();
+        assert!(err.is_retryable());
+        let mut chain = err.to_string();
+        let mut source = std::error::Error::source(&err);
+        while let Some(cause) = source {
+            chain.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        assert!(
+            chain.contains(&format!("http://127.0.0.1:{port}/api/v2/alerts")),
+            "{chain}"
+        );
+        assert!(!chain.contains("s3cret"), "{chain}");
     }
 
     #[test]

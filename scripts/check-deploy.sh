@@ -336,6 +336,11 @@ if need "container: Containerfile lint" python:yaml; then
     py deploy/tools/check_containerfile.py Containerfile --context . --ignore-file .dockerignore
 fi
 
+# ----------------------------------------------------------------------- docs
+check_counted "docs: links, anchors and repository paths resolve" \
+  py deploy/tools/check_docs.py docs/deploy-kubernetes.md docs/deploy-systemd.md \
+  docs/deploy-container.md docs/alerting.md docs/runbooks.md
+
 echo
 echo "check-deploy: ${passed} passed, ${failed} failed, ${skipped} skipped"
 ((failed == 0))

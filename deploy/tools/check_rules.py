@@ -4,7 +4,8 @@
 - every alerting rule has `for:`, a `severity` label (critical, warning or
   info), and `summary`, `description` and `runbook_url` annotations;
 - every runbook_url points at docs/runbooks.md and its anchor is a section
-  heading there, and every section there belongs to an alert;
+  heading there, and every section there belongs to an alert (a rule, or one
+  of the alerts the daemon pushes itself, which need a section too);
 - every alert has at least one promtool test case where it fires and one
   where it must not (exp_alerts: []);
 - the PrometheusRule (and any other wrappers given with --wrapped) carry
@@ -20,6 +21,10 @@ import yaml
 
 SEVERITIES = {"critical", "warning", "info"}
 RUNBOOK_PREFIX = "https://github.com/assertwatch/assertwatch/blob/main/docs/runbooks.md#"
+# Alerts the daemon pushes to Alertmanager (not Prometheus rules); their
+# runbook_url anchors are the lower-cased alert names.
+PUSHED = ["CudaDeviceSideAssert", "CudaError", "CudaOutOfMemory", "NcclError",
+          "TrainingNumericError", "GpuXidApplication", "GpuXidHardware", "GpuXidDriver"]
 
 
 def github_anchor(heading):
@@ -71,6 +76,12 @@ def main():
         if anchor not in anchors:
             problems.append(f"{name}: runbook anchor #{anchor} has no section in {args.runbooks}")
         used.add(anchor)
+    for name in PUSHED:
+        if name in alerts:
+            problems.append(f"{name}: a rule has the name of an alert the daemon pushes")
+        if name.lower() not in anchors:
+            problems.append(f"{args.runbooks}: no section for the pushed alert {name}")
+        used.add(name.lower())
     for anchor, heading in anchors.items():
         if anchor not in used:
             problems.append(f"{args.runbooks}: section {heading!r} belongs to no alert")
@@ -109,7 +120,7 @@ def main():
     for p in problems:
         print(p)
     n_fire, n_quiet = sum(fires.values()), sum(quiet.values())
-    print(f"{len(alerts)} alerts, {len(anchors)} runbook sections, "
+    print(f"{len(alerts)} rule alerts + {len(PUSHED)} pushed, {len(anchors)} runbook sections, "
           f"{n_fire} firing and {n_quiet} quiet test cases, {len(args.wrapped)} wrappers compared, "
           f"{len(problems)} problems")
     return 1 if problems else 0

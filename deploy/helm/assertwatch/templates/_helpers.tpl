@@ -14,7 +14,7 @@
 {{- define "assertwatch.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "assertwatch.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/component: node-agent
+app.kubernetes.io/component: daemon
 {{- end -}}
 
 {{- define "assertwatch.labels" -}}

@@ -176,6 +176,12 @@ if need "dashboards: JSON, structure, units, variables" python:yaml; then
   fi
 fi
 
+if need "metric names: rules and dashboards use only metrics of docs/metrics.md" "$PYTHON"; then
+  check_counted "metric names: rules and dashboards use only metrics of docs/metrics.md" \
+    py deploy/tools/check_metric_names.py --contract docs/metrics.md \
+    deploy/prometheus/assertwatch-rules.yaml dashboards/*.json
+fi
+
 # ----------------------------------------------------------------- kubernetes
 # validate NAME FILE: core kinds against the API schemas; the CRD kinds are
 # covered by check_manifests.py because no schema for them ships offline.
@@ -331,7 +337,7 @@ if need "systemd: systemd-analyze verify" "$SYSTEMD_ANALYZE"; then
 fi
 
 # ---------------------------------------------------------------- container
-if need "container: Containerfile lint" python:yaml; then
+if need "container: Containerfile lint" "$PYTHON"; then
   check "container: Containerfile lint (stages, COPY sources, USER, EXPOSE, ENTRYPOINT)" \
     py deploy/tools/check_containerfile.py Containerfile --context . --ignore-file .dockerignore
 fi

@@ -92,6 +92,16 @@ def check(path, problems, exprs):
     for a in prom_annotations:
         exprs.append((f"{path} annotation {a.get('name')!r}", a["expr"]))
 
+    placed = []
+    for p in dash.get("panels", []):
+        g = p.get("gridPos", {})
+        if all(isinstance(g.get(k), int) for k in ("h", "w", "x", "y")):
+            for q, h in placed:
+                if g["x"] < h["x"] + h["w"] and h["x"] < g["x"] + g["w"] and \
+                        g["y"] < h["y"] + h["h"] and h["y"] < g["y"] + g["h"]:
+                    bad(f"panels {q.get('title')!r} and {p.get('title')!r} overlap")
+            placed.append((p, g))
+
     ids = set()
     panels = list(dash.get("panels", []))
     # Collapsed rows keep their panels inside.

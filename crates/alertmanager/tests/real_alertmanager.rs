@@ -14,138 +14,14 @@ use std::io::Write;
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use assertwatch_alertmanager::{Alert, AlertmanagerConfig, Auth, Metrics, Notifier};
-use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};
-use tokio::time::{sleep, Instant};
+use tokio::time::sleep;
 
-/// Longest wait for any one expected delivery.
-const WAIT: Duration = Duration::from_secs(15);
-
-// ---------------------------------------------------------------------------------------------
-// A recording HTTP server: the webhook receiver, or a stand-in for Alertmanager.
-
-#[derive(Debug, Clone)]
-struct Request {
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Request {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
-    }
-}
-
-#[derive(Clone, Default)]
-struct Recorder {
-    requests: Arc<Mutex<Vec<Request>>>,
-}
-
-impl Recorder {
-    /// Starts serving on 127.0.0.1 and returns the address.
-    async fn start(&self) -> SocketAddr {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let requests = Arc::clone(&self.requests);
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let requests = Arc::clone(&requests);
-                tokio::spawn(async move {
-                    if let Some(request) = serve_one(stream).await {
-                        requests.lock().unwrap().push(request);
-                    }
-                });
-            }
-        });
-        addr
-    }
-
-    fn requests(&self) -> Vec<Request> {
-        self.requests.lock().unwrap().clone()
-    }
-
-    /// Waits (bounded by [`WAIT`]) until some request satisfies `pred`.
-    async fn wait_for(&self, what: &str, pred: impl Fn(&Request) -> bool) -> Request {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(found) = self.requests().into_iter().find(|r| pred(r)) {
-                return found;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; got {:#?}",
-                self.requests().iter().map(|r| r.json()).collect::<Vec<_>>()
-            );
-            sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
-
-/// Reads one HTTP/1.1 request (bounded sizes), answers `200 OK` and closes.
-async fn serve_one(mut stream: TcpStream) -> Option<Request> {
-    const MAX_HEAD: usize = 64 * 1024;
-    const MAX_BODY: usize = 4 * 1024 * 1024;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let head_end = loop {
-        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break pos + 4;
-        }
-        if buf.len() > MAX_HEAD {
-            return None;
-        }
-        let n = stream.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let mut lines = head.split("\r\n");
-    let path = lines.next()?.split(' ').nth(1)?.to_string();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
-        .collect();
-    let length = headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.parse::<usize>().ok())
-        .unwrap_or(0)
-        .min(MAX_BODY);
-    let mut body = buf[head_end..].to_vec();
-    while body.len() < length {
-        let n = stream.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            break;
-        }
-        body.extend_from_slice(&chunk[..n]);
-    }
-    body.truncate(length);
-    let _ = stream
-        .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-        .await;
-    let _ = stream.shutdown().await;
-    Some(Request {
-        path,
-        headers,
-        body,
-    })
-}
+mod common;
+use common::{Recorder, Request};
 
 // ---------------------------------------------------------------------------------------------
 // The real Alertmanager.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict
+from typing import Any, Callable, Dict, List, Optional
 
 
 @dataclass
@@ -28,6 +28,16 @@ class ReplayContext:
     out_dir: str
     step: Dict[str, Any] = field(default_factory=dict)
     config: Dict[str, Any] = field(default_factory=dict)
+    _rng_restorer: Optional[Callable[[], List[str]]] = field(default=None, repr=False)
+
+    def restore_rng(self) -> List[str]:
+        """Put every recorded RNG stream back to its state at the start of the step.
+
+        The harness does this once before calling the entrypoint, but building a model draws from
+        the same generators (weight initialisation). Call this again right before the step when
+        the entrypoint constructs anything random first. Returns the streams restored.
+        """
+        return self._rng_restorer() if self._rng_restorer is not None else []
 
     def to_device(self, obj: Any, device: Any) -> Any:
         """Move tensors inside ``obj`` (dicts, lists, tuples) to ``device``; other values pass."""

@@ -325,6 +325,7 @@ def run(manifest_path: str, mode: str, out_dir: str) -> int:
             out_dir=os.path.abspath(out_dir),
             step=doc["step"],
             config=doc.get("extra", {}),
+            _rng_restorer=lambda: _restore_rng(torch, files.get("rng"), doc, use_cuda),
         )
         try:
             fn(files["batch"], state, device, ctx)

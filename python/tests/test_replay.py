@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 

@@ -166,15 +166,22 @@ impl FakeScript {
     /// [`FakeScriptError::Parse`] or [`FakeScriptError::Invalid`] naming the field.
     pub fn parse(text: &str, file: &str) -> Result<FakeScript, FakeScriptError> {
         let de = serde_yaml::Deserializer::from_str(text);
-        let raw: RawScript =
-            serde_path_to_error::deserialize(de).map_err(|e| FakeScriptError::Parse {
+        let raw: RawScript = serde_path_to_error::deserialize(de).map_err(|e| {
+            let field = match e.path().to_string() {
+                p if p == "." => "(top level)".to_owned(),
+                p => p,
+            };
+            // serde_yaml already starts its message with the path; keep it once.
+            let inner = e.inner().to_string();
+            let message = inner
+                .strip_prefix(&format!("{field}: "))
+                .map_or(inner.clone(), str::to_owned);
+            FakeScriptError::Parse {
                 file: file.to_owned(),
-                field: match e.path().to_string() {
-                    p if p == "." => "(top level)".to_owned(),
-                    p => p,
-                },
-                message: e.inner().to_string(),
-            })?;
+                field,
+                message,
+            }
+        })?;
         check(raw, file)
     }
 
@@ -560,6 +567,7 @@ events:
             "{err}"
         );
         assert!(err.starts_with("test.yaml: "), "{err}");
+        assert_eq!(err.matches("utilization_ratio").count(), 1, "{err}");
     }
 
     #[test]

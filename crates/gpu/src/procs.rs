@@ -12,7 +12,7 @@
 //!    `pkg/kubelet/kuberuntime/helpers.go`, `BuildPodLogsDirectory` and
 //!    `BuildContainerLogsDirectory`). When a pod has several containers, the legacy symlinks
 //!    `/var/log/containers/<pod>_<namespace>_<container>-<container id>.log` tell which one holds
-//!    the process.
+//!    the process (kubelet `pkg/kubelet/kuberuntime/legacy.go`, `legacyLogSymlink`).
 //!
 //! It is a separate file because it is the only GPU code that reads the host filesystem; tests
 //! point it at a temporary tree.

@@ -78,7 +78,7 @@ impl Alertmanager {
         let config_path = dir.path().join("alertmanager.yml");
         std::fs::write(&config_path, config).unwrap();
         let log = std::fs::File::create(dir.path().join("alertmanager.log")).unwrap();
-        // The daemon's own children go through its process helper; a test fixture is not one of
+        // The daemon spawns children only through its repro process module; a test fixture is not one of
         // them, and tokio's `kill_on_drop` guarantees the server dies with the test.
         let child = Command::new(binary)
             .arg(format!("--config.file={}", config_path.display()))
@@ -104,7 +104,7 @@ impl Alertmanager {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Helpers.
+// Configuration and alerts shared by the tests.
 
 fn notifier_config(urls: Vec<String>) -> AlertmanagerConfig {
     AlertmanagerConfig {

@@ -78,8 +78,8 @@ impl Alertmanager {
         let config_path = dir.path().join("alertmanager.yml");
         std::fs::write(&config_path, config).unwrap();
         let log = std::fs::File::create(dir.path().join("alertmanager.log")).unwrap();
-        // The daemon spawns children only through its repro process module; a test fixture is not one of
-        // them, and tokio's `kill_on_drop` guarantees the server dies with the test.
+        // The daemon spawns children only through its repro process module. A test fixture is
+        // not one of them, and tokio's `kill_on_drop` makes sure the server dies with the test.
         let child = Command::new(binary)
             .arg(format!("--config.file={}", config_path.display()))
             .arg(format!(

@@ -34,6 +34,8 @@ const WAIT_SLICE: Duration = Duration::from_millis(200);
 const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
 /// Longest retry delay.
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
+/// Shortest time between polls, whatever the config says (a zero interval would spin).
+const MIN_POLL_INTERVAL: Duration = Duration::from_millis(10);
 
 /// What [`spawn`] returns: the two output channels and the way to stop the thread.
 #[derive(Debug)]
@@ -193,6 +195,7 @@ impl Worker {
     fn run(mut self, mut open: Opener) {
         let mut delay = INITIAL_BACKOFF;
         let mut warned = false;
+        let mut last_lost_warning: Option<Instant> = None;
         while !self.stopped() {
             match open() {
                 Ok(mut backend) => {
@@ -204,12 +207,19 @@ impl Worker {
                     }
                     warned = false;
                     delay = INITIAL_BACKOFF;
-                    if let Err(e) = self.serve(backend.as_mut()) {
+                    let Err(e) = self.serve(backend.as_mut()) else {
+                        return;
+                    };
+                    // Rate-limited: a driver that keeps failing must not flood the log.
+                    if last_lost_warning.is_none_or(|t: Instant| t.elapsed() >= MAX_BACKOFF) {
                         tracing::warn!(backend = backend.name(), error = %e, "The GPU backend went away; reopening it.");
-                        self.publish_down();
-                        continue;
+                        last_lost_warning = Some(Instant::now());
                     }
-                    return;
+                    self.publish_down();
+                    drop(backend);
+                    if !self.sleep(INITIAL_BACKOFF) {
+                        return;
+                    }
                 }
                 Err(e) => {
                     if !warned {
@@ -247,6 +257,7 @@ impl Worker {
 
     /// Polls and waits for events until stopped (Ok) or until the backend goes away (Err).
     fn serve(&mut self, backend: &mut dyn GpuBackend) -> Result<(), GpuError> {
+        let interval = self.config.poll_interval.max(MIN_POLL_INTERVAL);
         let mut next_poll = Instant::now();
         while !self.stopped() {
             let now = Instant::now();
@@ -259,9 +270,9 @@ impl Worker {
                 }
                 self.enrich(&mut snapshot);
                 self.snap_tx.send_replace(Arc::new(snapshot));
-                next_poll += self.config.poll_interval;
+                next_poll += interval;
                 if next_poll <= now {
-                    next_poll = now + self.config.poll_interval;
+                    next_poll = now + interval;
                 }
             }
             let wait = next_poll
@@ -503,6 +514,87 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(!handle.snapshot.borrow().nvml_up);
+        assert!(handle.stop.stop(Duration::from_secs(1)));
+    }
+
+    #[tokio::test]
+    async fn processes_are_attributed_to_pods_from_proc_and_pod_logs() {
+        const UID: &str = "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b";
+        let dir = tempfile::tempdir().unwrap();
+        let proc_pid = dir.path().join("proc/4242");
+        std::fs::create_dir_all(&proc_pid).unwrap();
+        std::fs::write(
+            proc_pid.join("cgroup"),
+            format!(
+                "0::/kubepods.slice/kubepods-pod{}.slice/cri-containerd-abcdef0123456789.scope\n",
+                UID.replace('-', "_")
+            ),
+        )
+        .unwrap();
+        std::fs::create_dir_all(dir.path().join(format!("pods/ml_trainer-0_{UID}/trainer")))
+            .unwrap();
+        let config = GpuConfig {
+            proc_root: dir.path().join("proc"),
+            pod_log_root: dir.path().join("pods"),
+            ..fast_config()
+        };
+        let clock = FakeClock::manual();
+        clock.set(Duration::from_secs(10));
+        let backend = FakeBackend::with_clock(shipped_script(), clock);
+        let mut handle = spawn_with_backend(config, Box::new(backend));
+        let s = wait_for(&mut handle.snapshot, |s| s.nvml_up).await;
+        let p = &s.gpus[0].processes[0];
+        assert_eq!(p.pid, 4242);
+        let pod = p.pod.as_ref().unwrap();
+        assert_eq!(
+            (pod.namespace.as_str(), pod.pod.as_str()),
+            ("ml", "trainer-0")
+        );
+        assert_eq!(pod.container.as_deref(), Some("trainer"));
+        assert_eq!(s.gpus[1].processes[0].pod, None);
+        assert!(handle.stop.stop(Duration::from_secs(1)));
+    }
+
+    #[tokio::test]
+    async fn backend_that_goes_away_turns_nvml_up_off() {
+        struct Vanishing(FakeBackend, u32);
+        impl GpuBackend for Vanishing {
+            fn name(&self) -> &'static str {
+                "fake"
+            }
+            fn devices(&mut self) -> Result<Vec<crate::GpuId>, GpuError> {
+                self.1 += 1;
+                if self.1 > 1 {
+                    return Err(GpuError::Unavailable {
+                        reason: "driver unloaded".into(),
+                    });
+                }
+                self.0.devices()
+            }
+            fn info(&mut self, gpu: &crate::GpuId) -> Result<GpuInfo, GpuError> {
+                self.0.info(gpu)
+            }
+            fn sample(&mut self, gpu: &crate::GpuId) -> Result<GpuSample, GpuError> {
+                self.0.sample(gpu)
+            }
+            fn wait_event(&mut self, t: Duration) -> Result<Option<GpuEvent>, GpuError> {
+                self.0.wait_event(t)
+            }
+            fn processes(
+                &mut self,
+                gpu: &crate::GpuId,
+            ) -> Result<Vec<crate::GpuProcess>, GpuError> {
+                self.0.processes(gpu)
+            }
+        }
+        let backend = Vanishing(
+            FakeBackend::with_clock(shipped_script(), FakeClock::manual()),
+            0,
+        );
+        let mut handle = spawn_with_backend(fast_config(), Box::new(backend));
+        wait_for(&mut handle.snapshot, |s| s.nvml_up).await;
+        let s = wait_for(&mut handle.snapshot, |s| !s.nvml_up).await;
+        assert!(s.gpus.is_empty());
         assert!(handle.stop.stop(Duration::from_secs(1)));
     }
 

@@ -246,8 +246,9 @@ fn run_steps(s: &mut Steps, gpu: u32) -> Option<()> {
     let x_host: Vec<f32> = (0..N).map(|i| (i % 1000) as f32 * 0.5).collect();
     let mut y_dev = s.step("alloc", || stream.alloc_zeros::<f32>(N as usize))?;
     let x_dev = s.step("copy_in", || stream.clone_htod(&x_host))?;
-    let module = s.step("load_module", || ctx.load_module(Ptx::from_src(PTX)))?;
-    let func = s.step("load_module", || module.load_function(KERNEL))?;
+    let func = s.step("load_module", || {
+        ctx.load_module(Ptx::from_src(PTX))?.load_function(KERNEL)
+    })?;
     s.step("launch", || {
         let mut args = stream.launch_builder(&func);
         args.arg(&mut y_dev).arg(&x_dev).arg(&A).arg(&N);

@@ -190,3 +190,46 @@ fn every_family_is_declared_once_with_a_valid_name() {
         FAMILIES.len()
     );
 }
+
+/// Every family name in the GPU section of docs/metrics.md, with the `a` / `_b` shorthand expanded.
+fn documented_gpu_families() -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/metrics.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let section = text.split("\n## GPUs").nth(1).unwrap();
+    let section = section.split("\n## ").next().unwrap();
+    let mut names = Vec::new();
+    for line in section.lines().filter(|l| l.starts_with("| `")) {
+        let cell = line.split('|').nth(1).unwrap();
+        let tokens: Vec<&str> = cell.split('`').skip(1).step_by(2).collect();
+        let first = tokens[0];
+        for t in tokens {
+            if let Some(suffix) = t.strip_prefix('_') {
+                let n = suffix.split('_').count();
+                let base: Vec<&str> = first.split('_').collect();
+                names.push(format!("{}_{suffix}", base[..base.len() - n].join("_")));
+            } else {
+                names.push(t.to_owned());
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn every_documented_gpu_family_is_defined_and_nothing_else() {
+    let documented = documented_gpu_families();
+    assert!(documented.len() > 20, "{documented:?}");
+    let defined: Vec<&str> = FAMILIES.iter().map(|f| f.name).collect();
+    for name in &documented {
+        assert!(
+            defined.contains(&name.as_str()),
+            "{name} is documented but not rendered"
+        );
+    }
+    for name in &defined {
+        assert!(
+            documented.iter().any(|d| d == name),
+            "{name} is rendered but not documented"
+        );
+    }
+}

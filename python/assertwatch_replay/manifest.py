@@ -351,7 +351,10 @@ def _check_replay(rp: Any) -> None:
 def _check_extra(extra: Any) -> None:
     if not isinstance(extra, dict):
         raise ManifestError("extra", "must be an object")
-    size = len(json.dumps(extra, ensure_ascii=False, allow_nan=False).encode())
+    try:
+        size = len(json.dumps(extra, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode())
+    except (TypeError, ValueError) as exc:
+        raise ManifestError("extra", f"must be plain JSON ({exc})") from None
     if size > MAX_EXTRA_BYTES:
         raise ManifestError("extra", f"{size} bytes when serialised; the limit is {MAX_EXTRA_BYTES}")
     if _json_depth(extra) > MAX_EXTRA_DEPTH:

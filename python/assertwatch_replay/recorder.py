@@ -17,6 +17,7 @@ first. See docs/manifest.md for the manifest contract.
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import shutil
@@ -32,6 +33,7 @@ from . import manifest as mf
 from .fsutil import atomic_write, atomic_write_bytes, fsync_dir
 
 STEP_DIR_PREFIX = "step-"
+log = logging.getLogger("assertwatch_replay")
 DEFAULT_ARGV = (
     "{python}",
     "-m",
@@ -205,6 +207,7 @@ class Recorder:
         compiled: bool = False,
         enabled: bool = True,
         durable: bool = True,
+        on_error: str = "warn",
     ):
         if not isinstance(keep, int) or isinstance(keep, bool) or not 1 <= keep <= 100:
             raise RecorderError("keep must be an integer between 1 and 100")
@@ -212,8 +215,12 @@ class Recorder:
             raise RecorderError(f"job name {job!r} must match {mf.JOB_NAME_RE.pattern}")
         if not mf.ENTRYPOINT_RE.match(entrypoint or ""):
             raise RecorderError(f"entrypoint {entrypoint!r} must look like 'package.module:function'")
+        if on_error not in ("warn", "raise"):
+            raise RecorderError("on_error must be 'warn' or 'raise'")
         self.enabled = enabled
         self.durable = durable
+        self.on_error = on_error
+        self.write_errors = 0
         self.job = job
         self.keep = keep
         self.entrypoint = entrypoint
@@ -258,9 +265,30 @@ class Recorder:
         models). ``checkpoint_ref``: a path, or ``{"ref": path, "step": n}``, naming the last regular
         checkpoint instead. ``extra_state``: any tensors/plain data the replay needs (grad scaler,
         counters); it reaches the entrypoint as ``state["extra_state"]``.
+
+        A failed write (disk full, a vanished mount) is logged and the step is not recorded
+        (returns None) unless the recorder was built with ``on_error="raise"``: a debugging aid
+        must not stop a training run. Unsupported batch contents always raise RecorderError.
         """
         if not self.enabled:
             return None
+        try:
+            return self._record(step, batch, epoch, model, optimizer, checkpoint_ref, extra_state, batch_index)
+        except OSError as exc:
+            # Disk full, quota, a vanished mount: debugging aids must not kill the training run.
+            self.write_errors += 1
+            if self.on_error == "raise":
+                raise
+            if self.write_errors == 1 or self.write_errors % 1000 == 0:
+                log.warning("assertwatch-replay: could not record step %s (%s); %d failures so far",
+                            step, exc, self.write_errors)
+            try:
+                _remove_entry(os.path.join(self.ring_dir, step_dir_name(step)), durable=False)
+            except OSError:
+                pass
+            return None
+
+    def _record(self, step, batch, epoch, model, optimizer, checkpoint_ref, extra_state, batch_index):
         started = time.perf_counter()
         if self._last_time is not None:
             interval = started - self._last_time

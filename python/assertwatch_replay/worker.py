@@ -5,9 +5,9 @@ supervisor starts it. It writes ``D/worker.json`` (schema ``assertwatch.replay-w
 any teardown and leaves through ``os._exit``: after a device-side assert, the CUDA caching allocator
 can abort the process while it shuts down, so nothing after the report may be relied on.
 
-Exit status: 0 the step ran (raised or not; see worker.json), 2 manifest rejected, 3 state files
-missing, altered or unloadable, 4 environment unusable (no torch, no CUDA device for a GPU mode),
-5 the entrypoint could not be imported.
+Exit status: 0 the step ran (raised or not; see worker.json), 1 internal error of the harness,
+2 manifest rejected, 3 state files missing, altered or unloadable, 4 environment unusable (no
+torch, no usable CUDA device for a GPU mode), 5 the entrypoint could not be imported.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ EXIT_MANIFEST = 2
 EXIT_STATE = 3
 EXIT_ENVIRONMENT = 4
 EXIT_ENTRYPOINT = 5
+EXIT_INTERNAL = 1
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -295,7 +296,11 @@ def run(manifest_path: str, mode: str, out_dir: str) -> int:
             if not torch.cuda.is_available():
                 raise _Stop("environment", EXIT_ENVIRONMENT, "no_cuda_device",
                             f"mode {mode} needs a CUDA device and torch sees none")
-            torch.cuda.set_device(0)
+            try:
+                torch.cuda.set_device(0)
+            except Exception as exc:  # a GPU in a bad state (e.g. after an Xid) fails here
+                raise _Stop("environment", EXIT_ENVIRONMENT, "cuda_unusable",
+                            f"cannot use the CUDA device: {type(exc).__name__}: {_cap(str(exc), 2000)}") from None
             device = torch.device("cuda", 0)
         else:
             device = torch.device("cpu")
@@ -342,6 +347,11 @@ def run(manifest_path: str, mode: str, out_dir: str) -> int:
         code = stop.code
         if stop.reason == "no_cuda_device":
             report["status"] = "skipped"
+    except Exception as exc:  # a bug of the harness itself: still leave a report behind
+        report.update(status="harness_error", phase="internal", reason="worker_internal_error",
+                      detail=f"{type(exc).__name__}: {_cap(str(exc), 2000)}")
+        report["exception"] = describe_exception(exc)
+        code = EXIT_INTERNAL
     if report["environment"] is None:
         report["environment"] = _environment(torch, False)
     return _finish(report, out_dir, code)

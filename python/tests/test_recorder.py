@@ -242,3 +242,17 @@ def test_overhead_small_batch(tmp_path, record_property):
     record_property("record_median_s", median)
     print(f"recorder overhead: median {median * 1e3:.2f} ms, p90 {times[int(len(times) * 0.9)] * 1e3:.2f} ms")
     assert median < 0.5
+
+
+def test_write_failure_does_not_stop_training(tmp_path, caplog):
+    import shutil
+
+    rec = _recorder(tmp_path)
+    strict = _recorder(tmp_path, on_error="raise")
+    shutil.rmtree(rec.ring_dir)
+    open(rec.ring_dir, "w").close()  # the ring directory is now a file: every write fails
+    assert rec.record(step=1, batch=_batch()) is None
+    assert rec.write_errors == 1
+    assert "could not record step 1" in caplog.text
+    with pytest.raises(OSError):
+        strict.record(step=2, batch=_batch())

@@ -180,6 +180,22 @@ impl Backend {
     }
 }
 
+impl std::str::FromStr for Backend {
+    type Err = String;
+
+    /// Parses `nvml`, `fake` or `none`; the error says what is accepted.
+    fn from_str(s: &str) -> Result<Backend, String> {
+        match s {
+            "nvml" => Ok(Backend::Nvml),
+            "fake" => Ok(Backend::Fake),
+            "none" => Ok(Backend::None),
+            other => Err(format!(
+                "{other:?} is not a GPU backend; use one of nvml, fake, none"
+            )),
+        }
+    }
+}
+
 /// Settings for the GPU thread. The daemon validates its config file and builds this; there is no
 /// serde here on purpose.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -212,5 +228,22 @@ impl GpuConfig {
 impl Default for GpuConfig {
     fn default() -> GpuConfig {
         GpuConfig::new(Backend::Nvml)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_names_round_trip() {
+        for b in [Backend::Nvml, Backend::Fake, Backend::None] {
+            assert_eq!(b.as_str().parse::<Backend>(), Ok(b));
+        }
+        let err = "cuda".parse::<Backend>().unwrap_err();
+        assert!(
+            err.contains("\"cuda\"") && err.contains("nvml, fake, none"),
+            "{err}"
+        );
     }
 }

@@ -14,7 +14,8 @@
 # Output: $OUT (default ./device-check-out): device-check.log, summary.txt, summary.json, and per
 # bug the job's log/stderr and the replays' result.json, stderr.log, stdout.log, worker.json.
 # The virtual environment goes to $VENV (default /tmp/assertwatch-device-venv), not under $OUT.
-# Exit status: 0 when every sync-gpu replay named the planted line, 1 otherwise.
+# Exit status: 0 when every sync-gpu replay named the planted line, 1 otherwise, 2 when the
+# environment could not be set up.
 # SMOKE_CPU=1 runs the same plumbing without a GPU (job and replays on CPU) to test this script.
 set -euo pipefail
 
@@ -26,6 +27,8 @@ VENV=${VENV:-/tmp/assertwatch-device-venv}
 PYTHON=${PYTHON:-python3}
 BUDGET_S=${BUDGET_S:-280}          # stop starting optional work after this many seconds
 SMOKE_CPU=${SMOKE_CPU:-0}
+TORCH_SPEC=${TORCH_SPEC:-torch}    # e.g. "torch==2.8.0" where the driver is too old for the newest wheel
+read -r -a TORCH_ARGS <<<"$TORCH_SPEC"
 if [ "$SMOKE_CPU" = 1 ]; then JOB_DEVICE=cpu; MODES=(cpu); else JOB_DEVICE=cuda; MODES=(sync-gpu cpu); fi
 exec > >(tee "$OUT/device-check.log") 2>&1
 
@@ -33,7 +36,8 @@ log() { printf '[%4ds] %s\n' "$SECONDS" "$*"; }
 left() { echo $((BUDGET_S - SECONDS)); }
 
 log "device check starting; output in $OUT"
-timeout 20 nvidia-smi -L || log "nvidia-smi not available (continuing: torch decides)"
+timeout 20 nvidia-smi --query-gpu=index,name,uuid,driver_version --format=csv \
+  || log "nvidia-smi not available (continuing: torch decides)"
 
 # --- 1. environment ----------------------------------------------------------------------------
 if [ ! -x "$VENV/bin/python" ]; then
@@ -46,10 +50,16 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 VPY="$VENV/bin/python"
 if ! timeout 60 "$VPY" -c 'import torch' 2>/dev/null; then
-  log "installing torch and numpy from PyPI"
-  timeout 200 "$VPY" -m pip install --disable-pip-version-check -q torch numpy
+  log "installing ${TORCH_SPEC} and numpy from PyPI"
+  if ! timeout 200 "$VPY" -m pip install --disable-pip-version-check -q "${TORCH_ARGS[@]}" numpy; then
+    log "installing torch failed or took over 200 s; rerun to reuse the partly filled pip cache"
+    exit 2
+  fi
 fi
-timeout 120 "$VPY" -m pip install --disable-pip-version-check -q "$ROOT/python"
+if ! timeout 120 "$VPY" -m pip install --disable-pip-version-check -q "$ROOT/python"; then
+  log "installing the assertwatch-replay package failed"
+  exit 2
+fi
 SMOKE_CPU="$SMOKE_CPU" timeout 60 "$VPY" - <<'EOF'
 import os, torch
 print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())

@@ -70,6 +70,8 @@ pub struct Tailer {
     /// Whether the checkpoint file held positions (then `start_at_end` does not apply).
     had_state: bool,
     next_id: u64,
+    /// When this tailer was built, seconds since the epoch.
+    started_secs: u64,
 }
 
 /// Skipping the rest of an over-long line.
@@ -210,6 +212,7 @@ impl Tailer {
         Ok(Self {
             had_state: !known.is_empty(),
             next_id: now_micros.max(max_id.saturating_add(1)),
+            started_secs: now_micros / 1_000_000,
             cfg,
             matcher,
             acks,
@@ -259,6 +262,7 @@ impl Tailer {
             watchers: BTreeMap::new(),
             by_key: HashMap::new(),
             bad_paths: HashSet::new(),
+            still_bad: HashSet::new(),
             rl,
             wake,
             open_files: 0,
@@ -266,6 +270,7 @@ impl Tailer {
             first_scan: true,
             written_version: None,
             structure_dirty: true,
+            checkpoint_now: false,
             t: self,
         };
         let result = st.main_loop().await;
@@ -288,6 +293,8 @@ struct State {
     by_key: HashMap<Key, FileId>,
     /// Paths with an error already reported; cleared when the path recovers or vanishes.
     bad_paths: HashSet<PathBuf>,
+    /// Paths that failed during the current scan.
+    still_bad: HashSet<PathBuf>,
     rl: RateLimit,
     wake: Wake,
     open_files: usize,
@@ -295,6 +302,10 @@ struct State {
     first_scan: bool,
     written_version: Option<u64>,
     structure_dirty: bool,
+    /// A new identity or a reset must reach the checkpoint file before its event is sent:
+    /// otherwise a crash right after would resume the file under another id, or pair the old
+    /// offset with the new content.
+    checkpoint_now: bool,
 }
 
 impl State {
@@ -373,9 +384,10 @@ impl State {
         }
     }
 
-    /// An error event for `path`, once until the path recovers.
+    /// An error event for `path`, once until a scan finds the path healthy or gone.
     fn report(&mut self, out: &mut Vec<TailEvent>, source: usize, path: PathBuf, error: String) {
         self.count_error(source);
+        self.still_bad.insert(path.clone());
         if self.bad_paths.insert(path.clone()) {
             if let Some(suppressed) = self.rl.allow("file_error") {
                 tracing::warn!(path = %path.display(), %error, suppressed, "Cannot read log file.");
@@ -394,14 +406,13 @@ impl State {
         let mut errors = Vec::new();
         let matches = self.t.matcher.expand(&mut errors);
         let mut out = Vec::new();
-        let mut still_bad = HashSet::new();
+        self.still_bad.clear();
         for ScanError {
             source,
             path,
             error,
         } in errors
         {
-            still_bad.insert(path.clone());
             self.report(&mut out, source, path, error);
         }
 
@@ -413,12 +424,10 @@ impl State {
                     found.entry(key_of(&m)).or_default().push((path, source, m));
                 }
                 Ok(_) => {
-                    still_bad.insert(path.clone());
                     self.report(&mut out, source, path, "not a regular file".into());
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => {
-                    still_bad.insert(path.clone());
                     self.report(&mut out, source, path, e.to_string());
                 }
             }
@@ -477,8 +486,10 @@ impl State {
             };
             self.add_file(&mut out, key, path, source, first_scan);
         }
+        let still_bad = std::mem::take(&mut self.still_bad);
         self.bad_paths.retain(|p| still_bad.contains(p));
         self.expire_known();
+        self.flush_if_needed();
         self.send_all(out).await
     }
 
@@ -614,6 +625,7 @@ impl State {
         self.by_key.insert(key, id);
         self.watchers.insert(id, w);
         self.structure_dirty = true;
+        self.checkpoint_now = true;
     }
 
     /// Closes the descriptor of the least recently active file that can be reopened by name
@@ -648,8 +660,11 @@ impl State {
         let keep = self.t.cfg.checkpoint_retention.as_secs();
         let before = self.t.known.len();
         let acks = &self.acks;
+        // An entry loaded at start gets the full retention from then: a file that is missing
+        // only because its filesystem is not mounted yet keeps its position.
+        let started = self.t.started_secs;
         self.t.known.retain(|id, e| {
-            let keep_it = now.saturating_sub(e.last_seen) <= keep;
+            let keep_it = now.saturating_sub(e.last_seen.max(started)) <= keep;
             if !keep_it {
                 acks.remove(*id);
             }
@@ -721,6 +736,7 @@ impl State {
             let mut out = Vec::new();
             progressed |= self.poll_file(&mut w, &mut out);
             self.watchers.insert(id, w);
+            self.flush_if_needed();
             self.send_all(out).await?;
         }
         Ok(progressed)
@@ -874,6 +890,7 @@ impl State {
             w.stalled_at = None;
             w.pending_reset = None;
             self.structure_dirty = true;
+            self.checkpoint_now = true;
         }
 
         if w.offset >= size || w.stalled_at == Some(size) {
@@ -1009,6 +1026,12 @@ impl State {
             offset: acked.offset,
             lines: acked.lines,
             last_seen,
+        }
+    }
+
+    fn flush_if_needed(&mut self) {
+        if std::mem::take(&mut self.checkpoint_now) {
+            self.write_checkpoint();
         }
     }
 

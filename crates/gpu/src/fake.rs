@@ -598,6 +598,15 @@ events:
         assert!(err.contains("events[0].gpu"), "{err}");
     }
 
+    proptest::proptest! {
+        #[test]
+        fn parse_never_panics_on_a_mangled_script(cut in 0usize..SCRIPT.len(), junk in "\\PC{0,20}") {
+            let mut text = SCRIPT.as_bytes()[..cut].to_vec();
+            text.extend_from_slice(junk.as_bytes());
+            let _ = FakeScript::parse(&String::from_utf8_lossy(&text), "t");
+        }
+    }
+
     #[test]
     fn shipped_script_parses() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/fake-gpus.yaml");

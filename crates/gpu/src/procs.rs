@@ -238,6 +238,21 @@ mod tests {
     const UID: &str = "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b";
     const CID: &str = "3e0b1c6d2f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c";
 
+    proptest::proptest! {
+        #[test]
+        fn parse_cgroup_never_panics(text in "(\\PC|[:/_.-]|kubepods|pod){0,200}") {
+            let _ = parse_cgroup(&text);
+        }
+
+        #[test]
+        fn any_uid_in_either_form_is_found(uid in "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}") {
+            let v2 = format!("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/x.scope", uid.replace('-', "_"));
+            let v1 = format!("3:pids:/kubepods/burstable/pod{uid}/0123456789abcdef");
+            proptest::prop_assert_eq!(parse_cgroup(&v2).map(|p| p.uid), Some(uid.clone()));
+            proptest::prop_assert_eq!(parse_cgroup(&v1).map(|p| p.uid), Some(uid));
+        }
+    }
+
     #[test]
     fn systemd_cgroup_v2_path_with_underscores() {
         let text = format!(

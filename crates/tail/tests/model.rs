@@ -5,6 +5,12 @@
 //! each file lineage holds. At the end every complete line must have been delivered exactly once,
 //! in order within its lineage, across all the restarts.
 //!
+//! `Crash` aborts the tailer without its final checkpoint, as `kill -9` would. Lines after the
+//! last checkpointed acknowledgement then come again; the test's consumer rolls back to the
+//! position announced in `Opened` (it knows which lineage each path holds), and the exactly-once
+//! check applies to what it keeps. That checks the crash guarantee: each file resumes exactly at
+//! an acknowledged position of its current content, nothing skipped.
+//!
 //! A lineage is one stretch of content: a file from its creation (or from a truncation) to its
 //! next truncation or deletion. Every line carries its lineage number, so the consumer's view can
 //! be grouped without trusting the tailer's ids.
@@ -21,7 +27,8 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::time::Duration;
 
-use common::Harness;
+use assertwatch_tail::TailEvent;
+use common::{Harness, Rollback};
 use proptest::prelude::*;
 
 const NAMES: [&str; 2] = ["a", "b"];
@@ -47,6 +54,7 @@ enum Action {
         file: usize,
     },
     Restart,
+    Crash,
     Pause {
         ms: u64,
     },
@@ -62,6 +70,7 @@ fn action() -> impl Strategy<Value = Action> {
         1 => file.clone().prop_map(|file| Action::CopyTruncate { file }),
         1 => file.prop_map(|file| Action::DeleteRecreate { file }),
         1 => Just(Action::Restart),
+        1 => Just(Action::Crash),
         1 => (0u64..40).prop_map(|ms| Action::Pause { ms }),
     ]
 }
@@ -71,6 +80,8 @@ struct Model {
     next_lineage: u64,
     /// Current lineage per logical name.
     current: HashMap<usize, u64>,
+    /// Lineage held by each file name that exists.
+    at_path: HashMap<String, u64>,
     /// Lines written, per lineage.
     written: HashMap<u64, Vec<String>>,
     rotations: u64,
@@ -78,10 +89,12 @@ struct Model {
 
 impl Model {
     fn lineage(&mut self, file: usize) -> u64 {
-        if let Some(l) = self.current.get(&file) {
-            return *l;
-        }
-        self.new_lineage(file)
+        let l = match self.current.get(&file) {
+            Some(l) => *l,
+            None => self.new_lineage(file),
+        };
+        self.at_path.insert(format!("{}.log", NAMES[file]), l);
+        l
     }
 
     fn new_lineage(&mut self, file: usize) -> u64 {
@@ -101,6 +114,10 @@ impl Model {
     fn total(&self) -> usize {
         self.written.values().map(Vec::len).sum()
     }
+}
+
+fn lineage_of(text: &str) -> Option<u64> {
+    text.strip_prefix('L')?.split('-').next()?.parse().ok()
 }
 
 fn path(h: &Harness, file: usize) -> std::path::PathBuf {
@@ -146,8 +163,11 @@ async fn run_case(actions: Vec<Action>) {
             Action::RotateRename { file } => {
                 if path(&h, file).exists() {
                     m.rotations += 1;
-                    let to = h.path(&format!("{}.log.{}", NAMES[file], m.rotations));
-                    fs::rename(path(&h, file), to).unwrap();
+                    let to_name = format!("{}.log.{}", NAMES[file], m.rotations);
+                    fs::rename(path(&h, file), h.path(&to_name)).unwrap();
+                    if let Some(l) = m.at_path.remove(&format!("{}.log", NAMES[file])) {
+                        m.at_path.insert(to_name, l);
+                    }
                     m.new_lineage(file);
                 }
             }
@@ -163,6 +183,7 @@ async fn run_case(actions: Vec<Action>) {
                         .set_len(0)
                         .unwrap();
                     m.new_lineage(file);
+                    m.lineage(file);
                 }
             }
             Action::DeleteRecreate { file } => {
@@ -171,11 +192,35 @@ async fn run_case(actions: Vec<Action>) {
                     fs::remove_file(path(&h, file)).unwrap();
                     fs::write(path(&h, file), b"").unwrap();
                     m.new_lineage(file);
+                    m.lineage(file);
                 }
             }
             Action::Restart => {
                 h.stop().await;
                 h.start();
+            }
+            Action::Crash => {
+                h.crash().await;
+                let files: Vec<String> = fs::read_dir(h.path(""))
+                    .unwrap()
+                    .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                    .filter(|n| n.contains(".log"))
+                    .collect();
+                h.rollback = Some(Rollback {
+                    lineage_at: m.at_path.clone(),
+                    lineage_of,
+                });
+                let mark = h.events.len();
+                h.start();
+                h.until(Duration::from_secs(10), |h| {
+                    h.events[mark..]
+                        .iter()
+                        .filter(|e| matches!(e, TailEvent::Opened { .. }))
+                        .count()
+                        >= files.len()
+                })
+                .await;
+                h.rollback = None;
             }
             Action::Pause { ms } => h.drain_for(Duration::from_millis(ms)).await,
         }
@@ -189,11 +234,7 @@ async fn run_case(actions: Vec<Action>) {
     let mut delivered: HashMap<u64, Vec<String>> = HashMap::new();
     for g in &h.got {
         assert!(!g.truncated);
-        let lineage: u64 = g.text[1..]
-            .split('-')
-            .next()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("foreign line {:?}", g.text));
+        let lineage = lineage_of(&g.text).unwrap_or_else(|| panic!("foreign line {:?}", g.text));
         delivered.entry(lineage).or_default().push(g.text.clone());
     }
     for (l, lines) in &m.written {

@@ -46,6 +46,15 @@ pub struct Harness {
     pub lines: HashMap<FileId, u64>,
     /// Stop acknowledging (to simulate a consumer that lags before a crash).
     pub ack_enabled: bool,
+    /// After a crash: how a consumer that knows which content each path holds rolls back. On
+    /// `Opened`, lines of the lineage found at that path (by file name) at or past the announced
+    /// offset are forgotten, because they will be delivered again.
+    pub rollback: Option<Rollback>,
+}
+
+pub struct Rollback {
+    pub lineage_at: HashMap<String, u64>,
+    pub lineage_of: fn(&str) -> Option<u64>,
 }
 
 /// Fast settings for tests.
@@ -87,6 +96,7 @@ impl Harness {
             events: Vec::new(),
             lines: HashMap::new(),
             ack_enabled: true,
+            rollback: None,
         }
     }
 
@@ -143,8 +153,22 @@ impl Harness {
     fn process(&mut self, ev: TailEvent) {
         let acks = self.run.as_ref().map(|r| r.acks.clone());
         match &ev {
-            TailEvent::Opened { file, lines, .. } => {
+            TailEvent::Opened {
+                file,
+                lines,
+                path,
+                offset,
+                ..
+            } => {
                 self.lines.insert(*file, *lines);
+                if let Some(rb) = &self.rollback {
+                    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                    if let Some(l) = rb.lineage_at.get(name) {
+                        let of = rb.lineage_of;
+                        self.got
+                            .retain(|g| !(of(&g.text) == Some(*l) && g.offset >= *offset));
+                    }
+                }
             }
             TailEvent::Data {
                 file,

@@ -1,0 +1,237 @@
+//! Building a rustls server config from [`TlsSettings`]: certificates, key, client certificate
+//! policy and protocol versions.
+//!
+//! `client_auth_type` maps onto rustls as follows (Go's meanings: `crypto/tls.ClientAuthType`):
+//! - `NoClientCert` → no client auth;
+//! - `RequestClientCert` / `RequireAnyClientCert` → [`AnyClientCert`], which asks for a
+//!   certificate (optional / mandatory), checks the handshake signature (the client holds the key)
+//!   but, like Go, does not verify the chain;
+//! - `VerifyClientCertIfGiven` → `WebPkiClientVerifier` with `allow_unauthenticated()`;
+//! - `RequireAndVerifyClientCert` → `WebPkiClientVerifier` (mutual TLS).
+
+use crate::config::{ClientAuthType, PemSource, TlsSettings, TlsVersion};
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{
+    DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig, SignatureScheme,
+};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Why the TLS part of a web config could not be put in place. Names the field and the file.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("tls_server_config.{field}: cannot read {path}: {source}")]
+    Read {
+        field: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("tls_server_config.{field}: {origin}: {message}")]
+    Pem {
+        field: &'static str,
+        origin: String,
+        message: String,
+    },
+    #[error("tls_server_config: {0}")]
+    Rustls(String),
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Reads PEM text from a file or the inline value.
+fn read_pem(src: &PemSource, field: &'static str) -> Result<(Vec<u8>, String), TlsError> {
+    match src {
+        PemSource::File(path) => std::fs::read(path)
+            .map(|b| (b, path.display().to_string()))
+            .map_err(|source| TlsError::Read {
+                field,
+                path: path.clone(),
+                source,
+            }),
+        PemSource::Inline(text) => Ok((text.clone().into_bytes(), "inline value".to_string())),
+    }
+}
+
+fn read_certs(
+    src: &PemSource,
+    field: &'static str,
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let (bytes, origin) = read_pem(src, field)?;
+    let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&bytes).collect();
+    let certs = certs.map_err(|e| TlsError::Pem {
+        field,
+        origin: origin.clone(),
+        message: format!("not PEM certificates: {e}"),
+    })?;
+    if certs.is_empty() {
+        return Err(TlsError::Pem {
+            field,
+            origin,
+            message: "holds no PEM CERTIFICATE block".into(),
+        });
+    }
+    Ok(certs)
+}
+
+fn read_key(src: &PemSource) -> Result<PrivateKeyDer<'static>, TlsError> {
+    let field = if src.file().is_some() {
+        "key_file"
+    } else {
+        "key"
+    };
+    let (bytes, origin) = read_pem(src, field)?;
+    PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| TlsError::Pem {
+        field,
+        origin,
+        message: format!("no usable PEM private key (PKCS#8, PKCS#1 or SEC1): {e}"),
+    })
+}
+
+/// Builds the rustls server config. Reads every file once; the result is immutable and is
+/// replaced whole when files change.
+pub fn build_server_config(t: &TlsSettings) -> Result<Arc<ServerConfig>, TlsError> {
+    let provider = provider();
+    let cert_field = if t.cert.file().is_some() {
+        "cert_file"
+    } else {
+        "cert"
+    };
+    let certs = read_certs(&t.cert, cert_field)?;
+    let key = read_key(&t.key)?;
+
+    let mut versions: Vec<&'static rustls::SupportedProtocolVersion> = Vec::new();
+    if t.min_version <= TlsVersion::TLS12 && t.max_version >= TlsVersion::TLS12 {
+        versions.push(&rustls::version::TLS12);
+    }
+    if t.max_version >= TlsVersion::TLS13 {
+        versions.push(&rustls::version::TLS13);
+    }
+
+    let verifier: Option<Arc<dyn ClientCertVerifier>> = match t.client_auth_type {
+        ClientAuthType::NoClientCert => None,
+        ClientAuthType::RequestClientCert | ClientAuthType::RequireAnyClientCert => {
+            // The CA, if given, is still read so that a broken file is reported.
+            if let Some(ca) = &t.client_ca {
+                client_roots(ca)?;
+            }
+            Some(Arc::new(AnyClientCert {
+                mandatory: t.client_auth_type == ClientAuthType::RequireAnyClientCert,
+                algorithms: provider.signature_verification_algorithms,
+            }))
+        }
+        ClientAuthType::VerifyClientCertIfGiven | ClientAuthType::RequireAndVerifyClientCert => {
+            let Some(ca) = &t.client_ca else {
+                return Err(TlsError::Rustls(
+                    "client_ca_file is required by this client_auth_type".into(),
+                ));
+            };
+            let roots = Arc::new(client_roots(ca)?);
+            let mut b = WebPkiClientVerifier::builder_with_provider(roots, provider.clone());
+            if t.client_auth_type == ClientAuthType::VerifyClientCertIfGiven {
+                b = b.allow_unauthenticated();
+            }
+            Some(
+                b.build()
+                    .map_err(|e| TlsError::Rustls(format!("client certificate verifier: {e}")))?,
+            )
+        }
+    };
+
+    let builder = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&versions)
+        .map_err(|e| TlsError::Rustls(format!("protocol versions: {e}")))?;
+    let builder = match verifier {
+        None => builder.with_no_client_auth(),
+        Some(v) => builder.with_client_cert_verifier(v),
+    };
+    // `with_single_cert` also checks that the key belongs to the certificate.
+    let mut cfg = builder
+        .with_single_cert(certs, key)
+        .map_err(|e| TlsError::Pem {
+            field: "key_file",
+            origin: "certificate and key".into(),
+            message: format!("do not form a usable pair: {e}"),
+        })?;
+    cfg.ignore_client_order = t.prefer_server_cipher_suites;
+    // HTTP/1.1 only (no h2 stack linked): advertise exactly what is served.
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(cfg))
+}
+
+fn client_roots(ca: &PemSource) -> Result<RootCertStore, TlsError> {
+    let field = if ca.file().is_some() {
+        "client_ca_file"
+    } else {
+        "client_ca"
+    };
+    let mut roots = RootCertStore::empty();
+    for c in read_certs(ca, field)? {
+        roots.add(c).map_err(|e| TlsError::Pem {
+            field,
+            origin: ca
+                .file()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "inline value".into()),
+            message: format!("not a usable CA certificate: {e}"),
+        })?;
+    }
+    Ok(roots)
+}
+
+/// Go's `RequestClientCert` / `RequireAnyClientCert`: a certificate is asked for and its
+/// handshake signature checked, its chain is not. Documented as insecure for access control in
+/// the toolkit too; offered for compatibility.
+#[derive(Debug)]
+struct AnyClientCert {
+    mandatory: bool,
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl ClientCertVerifier for AnyClientCert {
+    fn client_auth_mandatory(&self) -> bool {
+        self.mandatory
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}

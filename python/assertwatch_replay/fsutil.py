@@ -1,4 +1,4 @@
-"""Small file-system helpers shared by the recorder, the supervisor and the worker (stdlib only)."""
+"""Small file-system functions shared by the recorder, the supervisor and the worker (stdlib only)."""
 
 from __future__ import annotations
 

@@ -192,7 +192,7 @@ class _Terminated(Exception):
     pass
 
 
-# ------------------------------------------------------------------ result helpers
+# ------------------------------------------------------------------ result document
 
 
 def _base_result(args, started_at: str) -> Dict[str, Any]:

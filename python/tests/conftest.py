@@ -1,4 +1,4 @@
-"""Shared helpers for the assertwatch-replay tests.
+"""Shared fixtures and functions for the assertwatch-replay tests.
 
 Tests that need torch are marked ``torch``; they are skipped when torch is missing, except under
 CI=true, where a missing torch is a failure rather than a silent skip.

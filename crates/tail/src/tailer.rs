@@ -386,9 +386,9 @@ impl State {
 
     /// An error event for `path`, once until a scan finds the path healthy or gone.
     fn report(&mut self, out: &mut Vec<TailEvent>, source: usize, path: PathBuf, error: String) {
-        self.count_error(source);
         self.still_bad.insert(path.clone());
         if self.bad_paths.insert(path.clone()) {
+            self.count_error(source);
             if let Some(suppressed) = self.rl.allow("file_error") {
                 tracing::warn!(path = %path.display(), %error, suppressed, "Cannot read log file.");
             }
@@ -477,6 +477,7 @@ impl State {
 
         // New identities.
         let first_scan = std::mem::replace(&mut self.first_scan, false);
+        let mut index: Option<KnownIndex> = None;
         for (key, paths) in found {
             if self.by_key.contains_key(&key) {
                 continue;
@@ -484,7 +485,8 @@ impl State {
             let Some((path, source, _)) = paths.into_iter().next() else {
                 continue;
             };
-            self.add_file(&mut out, key, path, source, first_scan);
+            let index = index.get_or_insert_with(|| KnownIndex::new(&self.t.known));
+            self.add_file(&mut out, index, key, path, source, first_scan);
         }
         let still_bad = std::mem::take(&mut self.still_bad);
         self.bad_paths.retain(|p| still_bad.contains(p));
@@ -498,6 +500,7 @@ impl State {
     fn add_file(
         &mut self,
         out: &mut Vec<TailEvent>,
+        index: &KnownIndex,
         key: Key,
         path: PathBuf,
         source: usize,
@@ -536,24 +539,27 @@ impl State {
         // fallback accepts a changed device number (renumbered after a reboot) when the inode,
         // the path and a full-length fingerprint all agree.
         let path_str = path.to_string_lossy().into_owned();
-        let resumed = self
-            .t
-            .known
-            .values()
-            .find(|e| (e.dev, e.ino) == key && stored_head(e).is_prefix_of(head_bytes))
+        let known = &self.t.known;
+        let candidates = |ids: Option<&Vec<FileId>>| -> Vec<&Entry> {
+            ids.map(|v| v.iter().filter_map(|id| known.get(id)).collect())
+                .unwrap_or_default()
+        };
+        let resumed = candidates(index.by_key.get(&key))
+            .into_iter()
+            .find(|e| stored_head(e).is_prefix_of(head_bytes))
             .or_else(|| {
-                self.t.known.values().find(|e| {
-                    e.ino == key.1
-                        && e.path == path_str
-                        && stored_head(e).is_full()
-                        && stored_head(e).is_prefix_of(head_bytes)
-                })
+                candidates(index.by_ino_path.get(&(key.1, path_str.clone())))
+                    .into_iter()
+                    .find(|e| stored_head(e).is_full() && stored_head(e).is_prefix_of(head_bytes))
             })
             .map(|e| (e.id, e.offset, e.lines));
         // A stored identity with the same inode but other content: the inode was reused.
-        self.t
-            .known
-            .retain(|_, e| (e.dev, e.ino) != key || Some(e.id) == resumed.map(|r| r.0));
+        for id in index.by_key.get(&key).into_iter().flatten() {
+            if Some(*id) != resumed.map(|r| r.0) && self.t.known.remove(id).is_some() {
+                self.acks.remove(*id);
+                self.structure_dirty = true;
+            }
+        }
 
         let (id, mut offset, lines, mut skip) = match resumed {
             Some((id, offset, lines)) => {
@@ -793,9 +799,9 @@ impl State {
     }
 
     fn read_error(&mut self, w: &mut Watcher, out: &mut Vec<TailEvent>, error: String) {
-        self.count_error(w.source);
         if !w.error_reported {
             w.error_reported = true;
+            self.count_error(w.source);
             if let Some(suppressed) = self.rl.allow("read_error") {
                 tracing::warn!(path = %w.path.display(), %error, suppressed, "Cannot read log file.");
             }
@@ -1070,6 +1076,30 @@ impl State {
                         "Cannot write checkpoint file; will retry.");
                 }
             }
+        }
+    }
+}
+
+/// Lookup of checkpointed identities, built once per scan that finds new files.
+struct KnownIndex {
+    by_key: HashMap<Key, Vec<FileId>>,
+    by_ino_path: HashMap<(u64, String), Vec<FileId>>,
+}
+
+impl KnownIndex {
+    fn new(known: &HashMap<FileId, Entry>) -> Self {
+        let mut by_key: HashMap<Key, Vec<FileId>> = HashMap::new();
+        let mut by_ino_path: HashMap<(u64, String), Vec<FileId>> = HashMap::new();
+        for e in known.values() {
+            by_key.entry((e.dev, e.ino)).or_default().push(e.id);
+            by_ino_path
+                .entry((e.ino, e.path.clone()))
+                .or_default()
+                .push(e.id);
+        }
+        Self {
+            by_key,
+            by_ino_path,
         }
     }
 }

@@ -483,3 +483,40 @@ async fn inotify_wakes_the_loop_long_before_the_rescan() {
     assert_eq!(h.texts(), expect("a", 0..4));
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_files_under_a_small_descriptor_bound() {
+    let mut h = Harness::new(&["*/*.log"], &[]);
+    h.cfg.max_open_files = 8;
+    for d in 0..20 {
+        fs::create_dir(h.path(&format!("pod{d:02}"))).unwrap();
+        for f in 0..50 {
+            h.append(
+                &format!("pod{d:02}/c{f:02}.log"),
+                &format!("p{d:02}c{f:02}\n"),
+            );
+        }
+    }
+    h.start();
+    let mut max_open = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while h.got.len() < 1000 && tokio::time::Instant::now() < deadline {
+        h.drain_for(Duration::from_millis(20)).await;
+        max_open = max_open.max(
+            h.stats()
+                .open_files
+                .load(std::sync::atomic::Ordering::Relaxed),
+        );
+    }
+    assert_eq!(h.got.len(), 1000);
+    assert!(max_open <= 8, "{max_open} descriptors open");
+    // A closed file renamed to a name the glob still matches is found again and read on.
+    fs::rename(h.path("pod00/c00.log"), h.path("pod00/c00-rotated.log")).unwrap();
+    h.append("pod00/c00-rotated.log", "p00c00-more\n");
+    h.until_lines(1001).await;
+    let mut t = h.texts();
+    t.sort();
+    t.dedup();
+    assert_eq!(t.len(), 1001);
+    h.stop().await;
+}

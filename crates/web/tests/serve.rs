@@ -97,6 +97,19 @@ fn write(path: &Path, text: &str) {
     std::fs::rename(&tmp, path).expect("rename");
 }
 
+fn app() -> Router {
+    Router::new()
+        .route("/metrics", get(|| async { "assertwatch_up 1\n" }))
+        .route("/api/v1/incidents", get(|| async { "[]" }))
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_millis(600)).await;
+                "done"
+            }),
+        )
+}
+
 struct Server {
     addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
@@ -104,21 +117,11 @@ struct Server {
 }
 
 impl Server {
-    async fn start(web_config: Option<PathBuf>) -> Result<Server, WebError> {
+    async fn start(web_config: Option<PathBuf>) -> Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let app = Router::new()
-            .route("/metrics", get(|| async { "assertwatch_up 1\n" }))
-            .route("/api/v1/incidents", get(|| async { "[]" }))
-            .route(
-                "/slow",
-                get(|| async {
-                    tokio::time::sleep(Duration::from_millis(600)).await;
-                    "done"
-                }),
-            );
         let (tx, rx) = oneshot::channel::<()>();
         let opts = ServeOptions {
             reload_interval: Duration::from_millis(100),
@@ -127,26 +130,36 @@ impl Server {
         };
         let task = tokio::spawn(serve_with(
             listener,
-            app,
+            app(),
             web_config,
             async move {
                 let _ = rx.await;
             },
             opts,
         ));
-        // A config error ends the task at once; give it a moment to say so.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        if task.is_finished() {
-            return match task.await {
-                Ok(Err(e)) => Err(e),
-                other => panic!("server stopped without an error: {other:?}"),
-            };
-        }
-        Ok(Server {
+        Server {
             addr,
             stop: Some(tx),
             task,
-        })
+        }
+    }
+
+    /// Starts with a config that must be refused; returns the error's text.
+    async fn refused(web_config: PathBuf) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let run = serve_with(
+            listener,
+            app(),
+            Some(web_config),
+            std::future::pending(),
+            ServeOptions::default(),
+        );
+        match tokio::time::timeout(Duration::from_secs(10), run).await {
+            Ok(Err(e)) => e.to_string(),
+            other => panic!("expected a refused config, got {other:?}"),
+        }
     }
 
     fn url(&self, scheme: &str, path: &str) -> String {
@@ -198,7 +211,7 @@ fn hash(password: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_http_without_web_config() {
-    let s = Server::start(None).await.expect("starts");
+    let s = Server::start(None).await;
     let r = client(None, None)
         .get(s.url("http", "/api/v1/incidents"))
         .send()
@@ -214,7 +227,7 @@ async fn mutual_tls_accepts_the_ca_client_and_refuses_others() {
     let cfg = pki.web_config(
         "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n",
     );
-    let s = Server::start(Some(cfg)).await.expect("starts");
+    let s = Server::start(Some(cfg)).await;
 
     let good = client(Some(&pki), Some("client.pem"));
     for path in ["/metrics", "/api/v1/incidents"] {
@@ -259,7 +272,7 @@ async fn verify_if_given_lets_certless_clients_in_but_not_wrong_ones() {
     let cfg = pki.web_config(
         "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  client_auth_type: VerifyClientCertIfGiven\n  client_ca_file: ca.crt\n",
     );
-    let s = Server::start(Some(cfg)).await.expect("starts");
+    let s = Server::start(Some(cfg)).await;
     let r = client(Some(&pki), None)
         .get(s.url("https", "/metrics"))
         .send()
@@ -289,7 +302,7 @@ async fn basic_auth_protects_the_api_and_leaves_metrics_open() {
          basic_auth_users:\n  alice: '{}'\n",
         hash("wonderland")
     ));
-    let s = Server::start(Some(cfg)).await.expect("starts");
+    let s = Server::start(Some(cfg)).await;
     let c = client(Some(&pki), None);
     let api = s.url("https", "/api/v1/incidents");
 
@@ -362,7 +375,7 @@ async fn certificate_reload_without_restart() {
     let pki = Pki::new();
     let cfg =
         pki.web_config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n");
-    let s = Server::start(Some(cfg)).await.expect("starts");
+    let s = Server::start(Some(cfg)).await;
     let c = client(Some(&pki), None);
     let url = s.url("https", "/metrics");
     let r = c.get(&url).send().await.expect("request");
@@ -407,7 +420,7 @@ async fn web_config_reload_changes_users_and_keeps_the_old_one_when_broken() {
     let pki = Pki::new();
     let alice = format!("basic_auth_users:\n  alice: '{}'\n", hash("a"));
     let cfg = pki.web_config(&alice);
-    let s = Server::start(Some(cfg)).await.expect("starts");
+    let s = Server::start(Some(cfg)).await;
     let c = client(None, None);
     let api = s.url("http", "/api/v1/incidents");
     let status = |user: &'static str, pass: &'static str| {
@@ -447,32 +460,20 @@ async fn invalid_web_config_is_refused_naming_the_field() {
     let cfg = pki.web_config(
         "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  client_auth_type: Sometimes\n",
     );
-    let err = Server::start(Some(cfg))
-        .await
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
+    let err = Server::refused(cfg).await;
     assert!(err.contains("tls_server_config.client_auth_type"), "{err}");
     assert!(err.contains("web.yml"), "{err}");
 
     let cfg =
         pki.web_config("tls_server_config:\n  cert_file: missing.crt\n  key_file: server.key\n");
-    let err = Server::start(Some(cfg))
-        .await
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
+    let err = Server::refused(cfg).await;
     assert!(
         err.contains("tls_server_config.cert_file") && err.contains("missing.crt"),
         "{err}"
     );
 
     let cfg = pki.web_config("tls_server_config:\n  cert_file: server.crt\n  key_file: ca.crt\n");
-    let err = Server::start(Some(cfg))
-        .await
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
+    let err = Server::refused(cfg).await;
     assert!(err.contains("tls_server_config.key"), "{err}");
 
     let err = assertwatch_web::validate_web_config_file(&pki.path("nope.yml"))
@@ -484,7 +485,7 @@ async fn invalid_web_config_is_refused_naming_the_field() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_in_flight_requests_finish() {
-    let s = Server::start(None).await.expect("starts");
+    let s = Server::start(None).await;
     let c = client(None, None);
     let req = tokio::spawn(c.get(s.url("http", "/slow")).send());
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -494,4 +495,48 @@ async fn shutdown_lets_in_flight_requests_finish() {
         .expect("join")
         .expect("the in-flight request completes");
     assert_eq!(r.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn require_any_client_cert_wants_a_certificate_but_no_particular_ca() {
+    let pki = Pki::new();
+    let cfg = pki.web_config(
+        "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  client_auth_type: RequireAnyClientCert\n",
+    );
+    let s = Server::start(Some(cfg)).await;
+    let url = s.url("https", "/metrics");
+    let r = client(Some(&pki), Some("other-client.pem"))
+        .get(&url)
+        .send()
+        .await
+        .expect("any cert");
+    assert_eq!(r.status(), 200);
+    let none = client(Some(&pki), None).get(&url).send().await;
+    assert!(none.is_err(), "a certificate is required: {none:?}");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn min_version_tls13_refuses_a_tls12_client() {
+    let pki = Pki::new();
+    let cfg = pki.web_config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  min_version: TLS13\n");
+    let s = Server::start(Some(cfg)).await;
+    let url = s.url("https", "/metrics");
+    let r = client(Some(&pki), None)
+        .get(&url)
+        .send()
+        .await
+        .expect("TLS 1.3 client");
+    assert_eq!(r.status(), 200);
+    let old = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(&pki.read("ca.crt")).expect("CA pem"))
+        .max_tls_version(reqwest::tls::Version::TLS_1_2)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("client");
+    let r = old.get(&url).send().await;
+    assert!(r.is_err(), "a TLS 1.2 client must be refused: {r:?}");
+    s.stop().await;
 }

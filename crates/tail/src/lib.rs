@@ -112,9 +112,10 @@ pub struct TailConfig {
     /// bytes with `truncated_head` set, and the rest of it is skipped. Protects memory against
     /// binary files and runaway writers.
     pub max_line_bytes: usize,
-    /// For files found by the first scan and absent from the checkpoints: start at the end of the
-    /// last complete line instead of offset 0. Files that appear later are always read from 0 (a
-    /// rotation creates them, and their first lines matter).
+    /// On a first start (the checkpoint file holds no positions), files found by the first scan
+    /// start just past their last complete line instead of at 0. Files that appear later, and
+    /// every file after a restart with positions, are read from 0: a rotation or a job creates
+    /// them while we watch or while we are down, and their first lines matter.
     pub start_at_end: bool,
     /// How often acknowledged positions are written to `checkpoint_path` (only when changed).
     pub checkpoint_interval: Duration,
@@ -144,6 +145,14 @@ impl TailConfig {
             rotate_wait: Duration::from_secs(5),
             checkpoint_retention: Duration::from_secs(3600),
         }
+    }
+}
+
+impl Default for TailConfig {
+    /// No sources, `checkpoints.json` in the working directory, and the defaults of
+    /// [`TailConfig::new`].
+    fn default() -> Self {
+        Self::new(Vec::new(), PathBuf::from("checkpoints.json"))
     }
 }
 

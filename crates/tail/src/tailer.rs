@@ -506,7 +506,7 @@ impl State {
         source: usize,
         first_scan: bool,
     ) {
-        let file = match File::open(&path) {
+        let file = match open_file(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return,
             Err(e) => {
@@ -780,7 +780,7 @@ impl State {
         if self.open_files >= self.t.cfg.max_open_files && !self.evict_one(Some(w.id)) {
             return false;
         }
-        match File::open(&w.path) {
+        match open_file(&w.path) {
             Ok(f) => {
                 match f.metadata() {
                     Ok(m) if key_of(&m) == w.key => {}
@@ -1109,6 +1109,16 @@ fn stored_head(e: &Entry) -> Head {
         len: e.head_len,
         crc: e.fingerprint,
     }
+}
+
+/// Opens a log file for reading. `O_NONBLOCK` has no effect on regular files; it keeps the loop
+/// from hanging if a path turns into a FIFO between the `stat` that vetted it and the `open`.
+fn open_file(path: &std::path::Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
 }
 
 /// Reads up to `buf.len()` bytes at `offset`; returns how many were read (short at EOF).

@@ -443,8 +443,9 @@ impl State {
             match found.get(&w.key) {
                 Some(paths) => {
                     w.lost_since = None;
-                    if !paths.iter().any(|(p, _, _)| *p == w.path) {
-                        let new_path = paths[0].0.clone();
+                    let moved = !paths.iter().any(|(p, _, _)| *p == w.path);
+                    if let (true, Some((new_path, _, _))) = (moved, paths.first()) {
+                        let new_path = new_path.clone();
                         w.path = new_path.clone();
                         if let Some(s) = self.t.stats.source(w.source) {
                             TailStats::bump(&s.rotations_rename, 1);

@@ -520,3 +520,19 @@ async fn a_thousand_files_under_a_small_descriptor_bound() {
     assert_eq!(t.len(), 1001);
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_with_a_half_written_line_delivers_it_once_completed() {
+    let mut h = Harness::new(&["*.log"], &[]);
+    h.append("app.log", "one\nhal");
+    h.start();
+    h.until_lines(1).await;
+    h.drain_for(Duration::from_millis(60)).await;
+    h.stop().await;
+    h.append("app.log", "f\ntwo\n");
+    h.start();
+    h.until_lines(3).await;
+    h.drain_for(Duration::from_millis(100)).await;
+    assert_eq!(h.texts(), vec!["one", "half", "two"]);
+    h.stop().await;
+}

@@ -198,6 +198,11 @@ pub struct Incident {
     pub excerpt_truncated: bool,
     /// When the first evidence line was read, on the caller's clock (ms).
     pub first_at_ms: u64,
+    /// Offset and CRC-32 of the line that opened the incident. Unlike `first_line`, which moves
+    /// back when a preceding traceback is attached, the anchor never changes: it is what makes
+    /// an incident's identity stable across re-reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<(u64, u32)>,
 }
 
 /// Cuts `s` to at most `max` bytes on a character boundary, appending `…` when it cut.

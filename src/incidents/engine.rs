@@ -478,6 +478,27 @@ impl Engine {
         }
     }
 
+    /// The earliest (offset, line) of `stream` that an open incident or pending traceback still
+    /// needs: acknowledging past it would let a restart rebuild the incident differently.
+    pub fn open_floor(&self, stream: u64) -> Option<(u64, u64)> {
+        let st = self.streams.get(&stream)?;
+        let mut best: Option<(u64, u64)> = None;
+        let mut consider = |off: Option<u64>, line: u64| {
+            if let Some(o) = off {
+                if best.is_none_or(|(b, _)| o < b) {
+                    best = Some((o, line));
+                }
+            }
+        };
+        for o in st.open.iter().chain(st.xids.iter()) {
+            consider(o.inc.first_offset, o.inc.first_line);
+        }
+        if let Some(l) = st.tb.start_line {
+            consider(st.tb.start_offset, l);
+        }
+        best
+    }
+
     /// The smallest `first_line` among open incidents and pending tracebacks of any stream.
     pub fn min_open_first_line(&self) -> Option<u64> {
         self.streams
@@ -575,6 +596,7 @@ fn new_incident(
         excerpt: vec![truncate_utf8(&f.text, cfg.excerpt_line_bytes)],
         excerpt_truncated: false,
         first_at_ms: f.at_ms,
+        anchor: f.offset.map(|o| (o, crc32fast::hash(f.text.as_bytes()))),
     }
 }
 
@@ -645,15 +667,20 @@ fn attach_traceback(tb: &mut PendingTraceback, o: &mut Open, line: u64, cfg: &En
     if let Some((file, l, _)) = tb.frames.iter().rev().find(|(_, _, user)| *user) {
         o.inc.python_frame = Some(format!("{file}:{l}"));
     }
+    let tb_lines: Vec<String> = tb.lines.drain(..).collect();
     if start < o.inc.first_line {
+        // The traceback precedes the incident's first line: it leads the excerpt.
         o.inc.first_line = start;
         o.inc.first_offset = tb.start_offset.or(o.inc.first_offset);
+        let mut excerpt = tb_lines;
+        excerpt.append(&mut o.inc.excerpt);
+        excerpt.truncate(cfg.excerpt_lines);
+        o.inc.excerpt = excerpt;
+    } else {
+        for l in tb_lines {
+            push_excerpt(&mut o.inc, &l, cfg);
+        }
     }
-    let tb_lines: Vec<String> = tb.lines.drain(..).collect();
-    let mut excerpt = tb_lines;
-    excerpt.append(&mut o.inc.excerpt);
-    excerpt.truncate(cfg.excerpt_lines);
-    o.inc.excerpt = excerpt;
     *tb = PendingTraceback::default();
 }
 

@@ -4,5 +4,7 @@
 //! very same grouping: `scan` with line numbers alone, the daemon with line numbers and a clock.
 
 pub mod engine;
+pub mod pipeline;
+pub mod store;
 
 pub use engine::{Engine, EngineConfig, Update};

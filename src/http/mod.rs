@@ -1,0 +1,140 @@
+//! The HTTP listener: `/metrics`, `/healthz`, `/readyz`, the incidents API and the page.
+//!
+//! Handlers only read: the metrics registry, the store and the readiness latches. Nothing here
+//! waits on NVML or on the pipeline, so a scrape answers even while the daemon is busy.
+
+mod page;
+
+use crate::incidents::store::{ListFilter, Store};
+use crate::lifecycle::Readiness;
+use crate::metrics::Metrics;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Deserialize;
+use std::sync::Arc;
+
+/// What handlers can read.
+#[derive(Clone)]
+pub struct HttpState {
+    pub metrics: Metrics,
+    pub store: Arc<Store>,
+    pub readiness: Readiness,
+    pub node: String,
+    /// Extra text appended to `/metrics` (the GPU collector renders through the registry).
+    pub gpu_summary: Arc<dyn Fn() -> Vec<page::GpuRow> + Send + Sync>,
+}
+
+pub use page::GpuRow;
+
+pub fn router(state: HttpState) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .route("/api/v1/incidents", get(list))
+        .route("/api/v1/incidents/{id}", get(one))
+        .route("/", get(index))
+        .with_state(state)
+}
+
+async fn metrics(State(s): State<HttpState>) -> Response {
+    let body = s.metrics.render();
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
+}
+
+async fn readyz(State(s): State<HttpState>) -> Response {
+    if s.readiness.is_ready() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "starting\n").into_response()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ListQuery {
+    since: Option<String>,
+    kind: Option<String>,
+    limit: Option<usize>,
+}
+
+fn bad_request(msg: String) -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        Json(serde_json::json!({ "error": msg })),
+    )
+        .into_response()
+}
+
+async fn list(State(s): State<HttpState>, Query(q): Query<ListQuery>) -> Response {
+    let since_ms = match q.since.as_deref() {
+        None => None,
+        Some(t) => {
+            match time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339) {
+                Ok(dt) => Some(i64::try_from(dt.unix_timestamp_nanos() / 1_000_000).unwrap_or(0)),
+                Err(_) => {
+                    return bad_request(format!(
+                        "since: {t:?} is not an RFC 3339 time like 2026-12-02T15:00:00Z"
+                    ))
+                }
+            }
+        }
+    };
+    if let Some(k) = &q.kind {
+        if crate::model::Kind::parse(k).is_none() {
+            return bad_request(format!("kind: {k:?} is not one of device_assert, cuda_error, oom, nccl_error, numeric, xid"));
+        }
+    }
+    let filter = ListFilter {
+        since_ms,
+        kind: q.kind,
+        limit: q.limit.unwrap_or(100).min(1000),
+    };
+    let store = s.store.clone();
+    match tokio::task::spawn_blocking(move || store.list(&filter)).await {
+        Ok(Ok(v)) => Json(v).into_response(),
+        Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+async fn one(State(s): State<HttpState>, Path(id): Path<String>) -> Response {
+    let Ok(id) = id.parse::<i64>() else {
+        return bad_request(format!("{id:?} is not an incident id"));
+    };
+    let store = s.store.clone();
+    match tokio::task::spawn_blocking(move || store.get(id)).await {
+        Ok(Ok(Some(r))) => Json(r).into_response(),
+        Ok(Ok(None)) => (
+            StatusCode::NOT_FOUND,
+            Json(serde_json::json!({ "error": "no such incident" })),
+        )
+            .into_response(),
+        Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+async fn index(State(s): State<HttpState>) -> Response {
+    let store = s.store.clone();
+    let recent = tokio::task::spawn_blocking(move || {
+        store.list(&ListFilter {
+            limit: 50,
+            ..Default::default()
+        })
+    })
+    .await
+    .ok()
+    .and_then(Result::ok)
+    .unwrap_or_default();
+    Html(page::render(&s.node, &(s.gpu_summary)(), &recent)).into_response()
+}

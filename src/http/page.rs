@@ -1,0 +1,113 @@
+//! `GET /`: a small server-rendered page for people — GPUs, recent incidents with their hint and
+//! reproduction result. No JavaScript; every value from a log is HTML-escaped.
+
+use crate::incidents::store::IncidentRecord;
+use std::fmt::Write;
+
+/// One GPU line on the page.
+#[derive(Debug, Clone)]
+pub struct GpuRow {
+    pub index: u32,
+    pub name: String,
+    pub uuid: String,
+    pub status: String,
+}
+
+pub fn escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '&' => o.push_str("&amp;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+pub fn render(node: &str, gpus: &[GpuRow], incidents: &[IncidentRecord]) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!doctype html><html><head><meta charset=utf-8><title>assertwatch — {n}</title>\
+<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:80em}}table{{border-collapse:collapse;width:100%}}\
+td,th{{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}}\
+.application{{color:#9a5b00}}.hardware{{color:#b00020}}.driver{{color:#6a1b9a}}code{{font-size:90%}}</style></head><body>\
+<h1>assertwatch on {n}</h1><p><a href=/metrics>metrics</a> · <a href=/api/v1/incidents>incidents API</a></p>",
+        n = escape(node)
+    );
+    h.push_str("<h2>GPUs</h2>");
+    if gpus.is_empty() {
+        h.push_str("<p>No GPUs reported (NVML unavailable or backend none).</p>");
+    } else {
+        h.push_str("<table><tr><th>GPU</th><th>name</th><th>UUID</th><th>status</th></tr>");
+        for g in gpus {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>",
+                g.index,
+                escape(&g.name),
+                escape(&g.uuid),
+                escape(&g.status)
+            );
+        }
+        h.push_str("</table>");
+    }
+    h.push_str("<h2>Recent incidents</h2>");
+    if incidents.is_empty() {
+        h.push_str("<p>None yet.</p>");
+    } else {
+        h.push_str("<table><tr><th>time</th><th>what</th><th>where</th><th>blame</th><th>what to do</th><th>reproduction</th></tr>");
+        for r in incidents {
+            let i = &r.incident;
+            let mut what = format!("<b>{}</b> / {}", i.kind, escape(&i.category));
+            if let Some(m) = &i.message {
+                let _ = write!(what, "<br><code>{}</code>", escape(m));
+            }
+            let mut place = String::new();
+            if let (Some(ns), Some(pod)) = (&r.namespace, &r.pod) {
+                let _ = write!(place, "{}/{}<br>", escape(ns), escape(pod));
+            }
+            if let Some(k) = &i.kernel_file {
+                let _ = write!(place, "kernel <code>{}</code><br>", escape(k));
+            }
+            if let Some(f) = &i.python_frame {
+                let _ = write!(place, "python <code>{}</code><br>", escape(f));
+            }
+            if let Some(p) = &i.pci {
+                let _ = write!(place, "GPU <code>{}</code>", escape(p));
+            }
+            let repro = r
+                .repro
+                .as_ref()
+                .and_then(|v| v.get("outcome"))
+                .and_then(|v| v.as_str())
+                .map(escape)
+                .unwrap_or_else(|| "—".into());
+            let _ = write!(
+                h,
+                "<tr><td><a href=/api/v1/incidents/{id}>{t}</a></td><td>{what}</td><td>{place}</td><td class={b}>{b}</td><td>{hint}</td><td>{repro}</td></tr>",
+                id = r.id,
+                t = escape(&r.time),
+                b = i.blame,
+                hint = escape(&i.hint)
+            );
+        }
+        h.push_str("</table>");
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_log_text() {
+        assert_eq!(escape("<script>&'\""), "&lt;script&gt;&amp;&#39;&quot;");
+    }
+}

@@ -95,8 +95,8 @@ struct RawTls {
     prefer_server_cipher_suites: Option<bool>,
     // Toolkit fields that are refused (see `validate`).
     client_allowed_sans: Option<serde_yaml::Value>,
-    cipher_suites: Option<serde_yaml::Value>,
-    curve_preferences: Option<serde_yaml::Value>,
+    cipher_suites: Option<Vec<String>>,
+    curve_preferences: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -175,7 +175,33 @@ pub struct TlsSettings {
     pub max_version: TlsVersion,
     /// Server's cipher suite order wins (rustls `ignore_client_order`). Default true.
     pub prefer_server_cipher_suites: bool,
+    /// TLS 1.2 cipher suites, IANA/Go names, in preference order; empty: rustls' defaults.
+    /// TLS 1.3 suites are not configurable (as in Go).
+    pub cipher_suites: Vec<String>,
+    /// Key exchange groups, Go names, in preference order; empty: rustls' defaults.
+    pub curve_preferences: Vec<String>,
 }
+
+/// TLS 1.2 suites of rustls' `ring` provider, by the names Go's `tls.CipherSuites()` uses.
+pub const TLS12_CIPHER_SUITES: [&str; 6] = [
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+];
+
+/// TLS 1.3 suite names Go lists; accepted and ignored, as Go does.
+const TLS13_CIPHER_SUITES: [&str; 3] = [
+    "TLS_AES_128_GCM_SHA256",
+    "TLS_AES_256_GCM_SHA384",
+    "TLS_CHACHA20_POLY1305_SHA256",
+];
+
+/// `curve_preferences` names (the toolkit's `curves` map) that the `ring` provider has.
+/// `CurveP521` is not among them.
+pub const CURVES: [&str; 3] = ["X25519", "CurveP256", "CurveP384"];
 
 impl TlsSettings {
     /// Every file this TLS setup reads, for change detection.
@@ -371,17 +397,47 @@ fn validate_tls(t: RawTls, origin: &Path, base: &Path) -> Result<Option<TlsSetti
     let bad = |field: &str, msg: &str| {
         ConfigError::invalid(origin, format!("tls_server_config.{field}"), msg)
     };
-    for (name, present) in [
-        ("client_allowed_sans", t.client_allowed_sans.is_some()),
-        ("cipher_suites", t.cipher_suites.is_some()),
-        ("curve_preferences", t.curve_preferences.is_some()),
-    ] {
-        if present {
+    if t.client_allowed_sans.is_some() {
+        return Err(bad(
+            "client_allowed_sans",
+            "is part of the exporter-toolkit format but not supported by assertwatch; \
+             use a client CA that issues only to allowed clients",
+        ));
+    }
+    let mut cipher_suites = Vec::new();
+    for (i, name) in t.cipher_suites.unwrap_or_default().into_iter().enumerate() {
+        if TLS13_CIPHER_SUITES.contains(&name.as_str()) {
+            // Go ignores cipher_suites for TLS 1.3, and so does the toolkit: accept, skip.
+            continue;
+        }
+        if !TLS12_CIPHER_SUITES.contains(&name.as_str()) {
             return Err(bad(
-                name,
-                "is part of the exporter-toolkit format but not supported by assertwatch (rustls picks safe defaults); remove it",
+                &format!("cipher_suites[{i}]"),
+                &format!(
+                    "{name:?} is not a TLS 1.2 cipher suite rustls offers; use one of {}",
+                    TLS12_CIPHER_SUITES.join(", ")
+                ),
             ));
         }
+        cipher_suites.push(name);
+    }
+    let mut curve_preferences = Vec::new();
+    for (i, name) in t
+        .curve_preferences
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        if !CURVES.contains(&name.as_str()) {
+            return Err(bad(
+                &format!("curve_preferences[{i}]"),
+                &format!(
+                    "{name:?} is not supported; use one of {}",
+                    CURVES.join(", ")
+                ),
+            ));
+        }
+        curve_preferences.push(name);
     }
     // The toolkit's `TLSConfig.IsEnabled`: any TLS field set means TLS is wanted.
     let enabled = t.cert.is_some()
@@ -455,6 +511,8 @@ fn validate_tls(t: RawTls, origin: &Path, base: &Path) -> Result<Option<TlsSetti
         min_version: min_version.max(TlsVersion::TLS12),
         max_version,
         prefer_server_cipher_suites: t.prefer_server_cipher_suites.unwrap_or(true),
+        cipher_suites,
+        curve_preferences,
     }))
 }
 
@@ -596,7 +654,17 @@ mod tests {
         );
         assert_eq!(
             field_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites: [x]\n"),
-            "tls_server_config.cipher_suites"
+            "tls_server_config.cipher_suites[0]"
+        );
+        assert_eq!(
+            field_of("tls_server_config:\n  cert_file: a\n  key_file: b\n  curve_preferences: [X25519, CurveP521]\n"),
+            "tls_server_config.curve_preferences[1]"
+        );
+        assert_eq!(
+            field_of(
+                "tls_server_config:\n  cert_file: a\n  key_file: b\n  client_allowed_sans: [x]\n"
+            ),
+            "tls_server_config.client_allowed_sans"
         );
         assert_eq!(
             field_of("basic_auth_users:\n  alice: plaintext\n"),
@@ -627,6 +695,23 @@ mod tests {
         assert!(msg.contains("tls_server_config.client_auth_type"), "{msg}");
         assert!(msg.contains("line 4"), "{msg}");
         assert_eq!(msg.matches("client_auth_type").count(), 1, "{msg}");
+    }
+
+    #[test]
+    fn cipher_suites_and_curves_keep_their_order() {
+        let c = parse(
+            "tls_server_config:\n  cert_file: a\n  key_file: b\n  cipher_suites: [TLS_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]\n  curve_preferences: [CurveP384, X25519]\n",
+        )
+        .expect("parses");
+        let t = c.tls.expect("tls");
+        assert_eq!(
+            t.cipher_suites,
+            [
+                "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+                "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"
+            ]
+        );
+        assert_eq!(t.curve_preferences, ["CurveP384", "X25519"]);
     }
 
     #[test]

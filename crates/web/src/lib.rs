@@ -91,6 +91,20 @@ pub fn validate_web_config_file(path: &Path) -> Result<WebConfig, WebError> {
 ///
 /// On shutdown: stop accepting, let in-flight requests finish (at most
 /// [`ServeOptions::shutdown_grace`]), then close what is left.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), assertwatch_web::WebError> {
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:9949").await.map_err(assertwatch_web::WebError::Listener)?;
+/// let app = axum::Router::new().route("/metrics", axum::routing::get(|| async { "up 1\n" }));
+/// let web_config = Some(std::path::PathBuf::from("/etc/assertwatch/web.yml"));
+/// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+/// # drop(stop);
+/// assertwatch_web::serve(listener, app, web_config, async move {
+///     let _ = stopped.await;
+/// })
+/// .await
+/// # }
+/// ```
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: axum::Router,

@@ -42,8 +42,62 @@ pub enum TlsError {
     Rustls(String),
 }
 
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+/// The `ring` provider narrowed to the configured TLS 1.2 suites and key exchange groups, in
+/// the configured order. Names were checked when the config was validated.
+fn provider(t: &TlsSettings) -> Arc<CryptoProvider> {
+    use rustls::crypto::ring::{cipher_suite as cs, kx_group};
+    let mut p = rustls::crypto::ring::default_provider();
+    if !t.cipher_suites.is_empty() {
+        let mut suites: Vec<rustls::SupportedCipherSuite> = p
+            .cipher_suites
+            .iter()
+            .filter(|s| s.version() == &rustls::version::TLS13)
+            .copied()
+            .collect();
+        for name in &t.cipher_suites {
+            let s = match name.as_str() {
+                "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256" => {
+                    cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+                }
+                "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384" => {
+                    cs::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384
+                }
+                "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256" => {
+                    cs::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256
+                }
+                "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" => {
+                    cs::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+                }
+                "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384" => {
+                    cs::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384
+                }
+                "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256" => {
+                    cs::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256
+                }
+                _ => continue,
+            };
+            if !suites.iter().any(|x| x.suite() == s.suite()) {
+                suites.push(s);
+            }
+        }
+        p.cipher_suites = suites;
+    }
+    if !t.curve_preferences.is_empty() {
+        let mut groups: Vec<&'static dyn rustls::crypto::SupportedKxGroup> = Vec::new();
+        for name in &t.curve_preferences {
+            let g = match name.as_str() {
+                "X25519" => kx_group::X25519,
+                "CurveP256" => kx_group::SECP256R1,
+                "CurveP384" => kx_group::SECP384R1,
+                _ => continue,
+            };
+            if !groups.iter().any(|x| x.name() == g.name()) {
+                groups.push(g);
+            }
+        }
+        p.kx_groups = groups;
+    }
+    Arc::new(p)
 }
 
 /// Reads PEM text from a file or the inline value.
@@ -98,7 +152,7 @@ fn read_key(src: &PemSource) -> Result<PrivateKeyDer<'static>, TlsError> {
 /// Builds the rustls server config. Reads every file once; the result is immutable and is
 /// replaced whole when files change.
 pub fn build_server_config(t: &TlsSettings) -> Result<Arc<ServerConfig>, TlsError> {
-    let provider = provider();
+    let provider = provider(t);
     let cert_field = if t.cert.file().is_some() {
         "cert_file"
     } else {

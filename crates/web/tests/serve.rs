@@ -540,3 +540,48 @@ async fn min_version_tls13_refuses_a_tls12_client() {
     assert!(r.is_err(), "a TLS 1.2 client must be refused: {r:?}");
     s.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cipher_suites_narrow_tls12_only() {
+    let pki = Pki::new();
+    // The test certificate has an ECDSA key: with only RSA suites allowed for TLS 1.2, a TLS 1.2
+    // handshake has nothing to agree on, while TLS 1.3 (not configurable, as in Go) still works.
+    let cfg = pki.web_config(
+        "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]\n  curve_preferences: [CurveP256, X25519]\n",
+    );
+    let s = Server::start(Some(cfg)).await;
+    let url = s.url("https", "/metrics");
+    let r = client(Some(&pki), None)
+        .get(&url)
+        .send()
+        .await
+        .expect("TLS 1.3 client");
+    assert_eq!(r.status(), 200);
+    let tls12 = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(&pki.read("ca.crt")).expect("CA pem"))
+        .max_tls_version(reqwest::tls::Version::TLS_1_2)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("client");
+    let r = tls12.get(&url).send().await;
+    assert!(
+        r.is_err(),
+        "no allowed TLS 1.2 suite fits an ECDSA key: {r:?}"
+    );
+    s.stop().await;
+
+    // Control: with an ECDSA suite allowed, the same TLS 1.2 client gets through.
+    let cfg = pki.web_config(
+        "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]\n",
+    );
+    let s = Server::start(Some(cfg)).await;
+    let r = tls12
+        .get(s.url("https", "/metrics"))
+        .send()
+        .await
+        .expect("TLS 1.2 with an ECDSA suite");
+    assert_eq!(r.status(), 200);
+    s.stop().await;
+}

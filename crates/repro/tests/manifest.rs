@@ -300,3 +300,47 @@ fn discovery_refuses_a_job_directory_that_links_outside_the_root() {
     assert!(s.found.is_none());
     assert_eq!(s.rejected[0].reason(), "outside_roots");
 }
+
+/// Mutated manifests (byte flips, insertions, truncations) never panic the parser and every
+/// rejection carries a reason from the closed set.
+#[test]
+fn mutated_manifests_never_panic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write_entry(tmp.path(), 5, LOG, default_argv(), ago(60), |_| {});
+    let original = std::fs::read(&path).unwrap();
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let alphabet = b"{}[]\",:0123456789-.eE truenfals\\u0000{python}";
+    for _ in 0..3000 {
+        let mut data = original.clone();
+        for _ in 0..(next() % 4 + 1) {
+            let at = (next() % data.len() as u64) as usize;
+            let byte = alphabet[(next() % alphabet.len() as u64) as usize];
+            match next() % 3 {
+                0 => data[at] = byte,
+                1 => data.insert(at, byte),
+                _ => data.truncate(at.max(1)),
+            }
+        }
+        if let Err(e) = manifest::parse(&data, &path) {
+            assert!(assertwatch_repro::manifest::ManifestError::REASONS.contains(&e.reason()));
+            assert!(e.to_string().len() < 1024);
+        }
+    }
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    let path = Path::new("deep.json");
+    let mut text = String::from("{\"extra\": ");
+    text.push_str(&"[".repeat(30_000));
+    text.push_str(&"]".repeat(30_000));
+    text.push('}');
+    let e = manifest::parse(text.as_bytes(), path).unwrap_err();
+    assert_eq!(e.reason(), "bad_json");
+}

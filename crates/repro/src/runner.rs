@@ -611,6 +611,23 @@ impl ReproRunner {
         }
     }
 
+    /// The attempt's time limit: the configured `timeout`, or less when the manifest estimates its
+    /// step time: 5 × step + 120 s (`sync-gpu`), 50 × step + 120 s (`cpu`), 60 × step + 300 s
+    /// (`sanitizer`), per the mode table of reproduction.md Part 2 (b).
+    fn attempt_timeout(&self, mode: Mode, m: &LoadedManifest) -> Duration {
+        let cap = self.inner.cfg.timeout;
+        let Some(step) = m.doc.replay.estimates.as_ref().and_then(|e| e.step_seconds) else {
+            return cap;
+        };
+        let (k, base) = match mode {
+            Mode::SyncGpu => (5.0, 120.0),
+            Mode::Cpu => (50.0, 120.0),
+            Mode::Sanitizer => (60.0, 300.0),
+        };
+        // step_seconds is validated finite and within 0..=1e9, so this is a finite positive value.
+        cap.min(Duration::from_secs_f64(k * step + base))
+    }
+
     /// Who the child runs as: the job's uid/gid when the daemon is root, never root unless
     /// `allow_root_jobs`; a non-root daemon runs only its own user's manifests.
     fn identity_for(&self, m: &LoadedManifest) -> Result<Option<Identity>, ManifestError> {
@@ -807,7 +824,8 @@ impl ReproRunner {
             .as_ref()
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_else(|| m.doc.software.executable.clone());
-        let timeout_s = format!("{}", cfg.timeout.as_secs_f64());
+        let timeout = self.attempt_timeout(mode, m);
+        let timeout_s = format!("{}", timeout.as_secs_f64());
         // Placeholders replace whole elements only; the manifest rules guarantee no other brace.
         let argv: Vec<String> = m
             .argv
@@ -842,7 +860,7 @@ impl ReproRunner {
             stdout_path: attempt_dir.join("harness.stdout.log"),
             stderr_path: attempt_dir.join("harness.stderr.log"),
             output_cap: cfg.output_cap,
-            timeout: cfg.timeout + cfg.harness_margin,
+            timeout: timeout + cfg.harness_margin,
             grace: cfg.grace,
         };
         let report = match process::run(&spec) {

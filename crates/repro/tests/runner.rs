@@ -439,3 +439,153 @@ async fn the_example_jobs_planted_label_bug_reproduces_on_the_cpu() {
         exc.message
     );
 }
+
+/// Two ring entries (steps 4 and 5) whose stub harness answers per mode as `argv4`/`argv5` say.
+fn ladder_setup(argv4: &[&str], argv5: &[&str]) -> (tempfile::TempDir, ReproRunner) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let mut a4 = vec!["--behaviour", "result"];
+    a4.extend_from_slice(argv4);
+    let mut a5 = vec!["--behaviour", "result"];
+    a5.extend_from_slice(argv5);
+    write_entry(&root, 4, LOG, stub_argv(&a4), ago(40), |_| {});
+    write_entry(&root, 5, LOG, stub_argv(&a5), ago(30), |_| {});
+    let (r, _) = runner(config(&tmp.path().join("state"), &root));
+    (tmp, r)
+}
+
+fn modes_and_steps(res: &assertwatch_repro::ReproResult) -> Vec<(Mode, u64, Outcome)> {
+    res.attempts
+        .iter()
+        .map(|a| (a.mode, a.step, a.outcome))
+        .collect()
+}
+
+#[tokio::test]
+async fn ladder_replays_the_previous_step_when_the_flagged_one_runs_clean() {
+    let (_tmp, r) = ladder_setup(
+        &[
+            "--outcome-sync-gpu",
+            "reproduced",
+            "--frame-sync-gpu",
+            "/proj/model.py:8",
+        ],
+        &["--outcome", "not_reproduced"],
+    );
+    let res = r.run_for(request("inc-async")).await;
+    assert_eq!(
+        modes_and_steps(&res),
+        [
+            (Mode::SyncGpu, 5, Outcome::NotReproduced),
+            (Mode::SyncGpu, 4, Outcome::Reproduced)
+        ]
+    );
+    assert_eq!(res.outcome, Outcome::Reproduced);
+    assert_eq!(res.step, Some(4));
+    assert_eq!(res.python_frame.as_deref(), Some("/proj/model.py:8"));
+}
+
+#[tokio::test]
+async fn ladder_runs_the_cpu_once_after_a_kernel_assertion_without_a_frame() {
+    let (_tmp, r) = ladder_setup(
+        &[],
+        &[
+            "--outcome-sync-gpu",
+            "reproduced",
+            "--kernel-sync-gpu",
+            "1",
+            "--exception-sync-gpu",
+            "torch.AcceleratorError|CUDA error: device-side assert triggered",
+            "--outcome-cpu",
+            "reproduced_cpu_only",
+            "--frame-cpu",
+            "/proj/model.py:8",
+            "--exception-cpu",
+            "IndexError|Target 5 is out of bounds.",
+        ],
+    );
+    let res = r.run_for(request("inc-kernel")).await;
+    assert_eq!(
+        modes_and_steps(&res),
+        [
+            (Mode::SyncGpu, 5, Outcome::Reproduced),
+            (Mode::Cpu, 5, Outcome::ReproducedCpuOnly)
+        ]
+    );
+    assert_eq!(
+        (res.outcome, res.mode),
+        (Outcome::Reproduced, Some(Mode::SyncGpu))
+    );
+    assert_eq!(res.python_frame.as_deref(), Some("/proj/model.py:8"));
+    let ka = res.kernel_assertion.as_ref().unwrap();
+    assert!(ka.location.ends_with("Loss.cu:242"));
+    assert_eq!(
+        res.exception.as_ref().unwrap().message,
+        "Target 5 is out of bounds."
+    );
+}
+
+#[tokio::test]
+async fn ladder_skips_gpu_modes_on_an_unhealthy_gpu() {
+    let (_tmp, r) = ladder_setup(
+        &[],
+        &[
+            "--outcome-cpu",
+            "reproduced_cpu_only",
+            "--frame-cpu",
+            "/proj/model.py:8",
+        ],
+    );
+    let mut req = request("inc-xid");
+    req.gpu_unhealthy = true;
+    let res = r.run_for(req).await;
+    assert_eq!(
+        modes_and_steps(&res),
+        [
+            (Mode::SyncGpu, 5, Outcome::Skipped),
+            (Mode::Cpu, 5, Outcome::ReproducedCpuOnly)
+        ]
+    );
+    assert_eq!(res.attempts[0].reason.as_deref(), Some("gpu_unhealthy"));
+    assert_eq!(res.outcome, Outcome::ReproducedCpuOnly);
+}
+
+#[tokio::test]
+async fn ladder_reports_not_reproduced_after_every_mode_ran_clean() {
+    let (_tmp, r) = ladder_setup(&[], &[]);
+    let res = r.run_for(request("inc-clean")).await;
+    // The CPU skips step 4: the GPU already ran it clean.
+    assert_eq!(
+        modes_and_steps(&res),
+        [
+            (Mode::SyncGpu, 5, Outcome::NotReproduced),
+            (Mode::SyncGpu, 4, Outcome::NotReproduced),
+            (Mode::Cpu, 5, Outcome::NotReproduced)
+        ]
+    );
+    assert_eq!(res.outcome, Outcome::NotReproduced);
+    assert_eq!(res.reason.as_deref(), Some("data_elsewhere"));
+}
+
+#[test]
+fn step_estimates_shorten_the_time_limit_per_mode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let argv = stub_argv(&["--behaviour", "result", "--timeout", "{timeout_s}"]);
+    let m = write_entry(&root, 5, LOG, argv, ago(30), |d| {
+        d["replay"]["estimates"] = json!({"step_seconds": 0.5, "gpu_memory_bytes": null});
+    });
+    let mut cfg = config(&tmp.path().join("state"), &root);
+    cfg.timeout = Duration::from_secs(600);
+    let (r, _) = runner(cfg);
+    for (mode, want) in [
+        (Mode::SyncGpu, "122.5"),
+        (Mode::Cpu, "145"),
+        (Mode::Sanitizer, "330"),
+    ] {
+        let res = r.replay_manifest(&m, mode);
+        let path = res.result_path.clone().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        assert_eq!(v["timeout_s"], want, "{mode}");
+    }
+}

@@ -14,6 +14,8 @@ use crate::FileId;
 pub(crate) struct Acked {
     pub(crate) offset: u64,
     pub(crate) lines: u64,
+    /// End of what was sent of the file's current content: nothing past it can be acknowledged.
+    pub(crate) limit: u64,
 }
 
 #[derive(Debug, Default)]
@@ -27,7 +29,10 @@ struct Inner {
 ///
 /// Acknowledge in event order: each call replaces the file's previous position, and the value
 /// must describe everything processed so far (after a [`crate::TailEvent::Reset`], positions
-/// restart from 0). Acknowledgements for files the tailer has forgotten are ignored.
+/// restart from 0). A position may move back (a consumer that holds an open incident may
+/// acknowledge only up to its first line). Ignored: acknowledgements for files the tailer has
+/// forgotten, and positions past what was sent of the file's current content, which can only be
+/// stale ones from before a reset.
 #[derive(Debug, Clone, Default)]
 pub struct AckHandle {
     inner: Arc<Inner>,
@@ -45,15 +50,32 @@ impl AckHandle {
     pub fn ack(&self, file: FileId, offset: u64, lines: u64) {
         let mut map = self.map();
         if let Some(a) = map.get_mut(&file) {
-            *a = Acked { offset, lines };
-            self.inner.version.fetch_add(1, Ordering::Relaxed);
+            if offset <= a.limit {
+                a.offset = offset;
+                a.lines = lines;
+                self.inner.version.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
-    /// Starts tracking `file` at a known position (tailer side).
+    /// Starts tracking `file` at a known position, or restarts it after a reset (tailer side).
     pub(crate) fn set(&self, file: FileId, offset: u64, lines: u64) {
-        self.map().insert(file, Acked { offset, lines });
+        self.map().insert(
+            file,
+            Acked {
+                offset,
+                lines,
+                limit: offset,
+            },
+        );
         self.inner.version.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records that data up to `limit` was sent (tailer side, before the events go out).
+    pub(crate) fn sent(&self, file: FileId, limit: u64) {
+        if let Some(a) = self.map().get_mut(&file) {
+            a.limit = a.limit.max(limit);
+        }
     }
 
     pub(crate) fn get(&self, file: FileId) -> Option<Acked> {
@@ -80,15 +102,26 @@ mod tests {
         h.ack(7, 10, 1);
         assert_eq!(h.get(7), None);
         h.set(7, 0, 0);
+        h.sent(7, 10);
         let v = h.version();
         h.clone().ack(7, 10, 1);
-        assert_eq!(
-            h.get(7),
-            Some(Acked {
-                offset: 10,
-                lines: 1
-            })
-        );
+        assert_eq!(h.get(7).map(|a| (a.offset, a.lines)), Some((10, 1)));
         assert!(h.version() > v);
+    }
+
+    #[test]
+    fn stale_ack_past_what_was_sent_is_ignored() {
+        let h = AckHandle::default();
+        h.set(1, 0, 0);
+        h.sent(1, 100);
+        h.ack(1, 100, 5);
+        // A reset: the tailer restarts the file at 0 and has sent 20 bytes of new content.
+        h.set(1, 0, 0);
+        h.sent(1, 20);
+        // A late acknowledgement of the old content must not be checkpointed.
+        h.ack(1, 100, 5);
+        assert_eq!(h.get(1).map(|a| (a.offset, a.lines)), Some((0, 0)));
+        h.ack(1, 20, 1);
+        assert_eq!(h.get(1).map(|a| (a.offset, a.lines)), Some((20, 1)));
     }
 }

@@ -869,8 +869,14 @@ impl State {
 
         if let Some((kind, since)) = w.pending_reset {
             let acked = self.acks.get(w.id).map(|a| a.offset).unwrap_or(0);
-            if acked < w.sent_end && since.elapsed() < RESET_ACK_WAIT {
-                return false; // the consumer still works on the old content
+            if acked < w.sent_end {
+                if since.elapsed() < RESET_ACK_WAIT {
+                    return false; // the consumer still works on the old content
+                }
+                if let Some(suppressed) = self.rl.allow("reset_unacked") {
+                    tracing::warn!(path = %w.path.display(), acked, sent = w.sent_end, suppressed,
+                        "Log file was replaced but its old content is not acknowledged; resetting anyway.");
+                }
             }
             let mut head_buf = [0u8; FINGERPRINT_BYTES];
             let head = match fingerprint::read_head(file, &mut head_buf) {
@@ -1016,6 +1022,7 @@ impl State {
             TailStats::bump(&st.bytes, delivered);
             TailStats::bump(&st.truncated_lines, truncated);
         }
+        self.acks.sent(w.id, w.sent_end);
         progressed
     }
 

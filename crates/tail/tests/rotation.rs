@@ -536,3 +536,56 @@ async fn restart_with_a_half_written_line_delivers_it_once_completed() {
     assert_eq!(h.texts(), vec!["one", "half", "two"]);
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_waits_for_the_consumer_and_ignores_stale_acks() {
+    let mut h = Harness::new(&["*.log"], &[]);
+    h.append("app.log", &numbered("old", 0..5));
+    // The consumer holds back its acknowledgements (an incident is open in this file).
+    h.ack_enabled = false;
+    h.start();
+    h.until_lines(5).await;
+    let (file, old_end) = h
+        .events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            TailEvent::Data { file, end, .. } => Some((*file, *end)),
+            _ => None,
+        })
+        .unwrap();
+    OpenOptions::new()
+        .write(true)
+        .open(h.path("app.log"))
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    h.append("app.log", "new-0\n");
+    h.drain_for(Duration::from_millis(200)).await;
+    assert_eq!(h.got.len(), 5, "reset went ahead of the consumer");
+    assert_eq!(h.count_resets(ResetKind::Truncated), 0);
+    // The incident closes: everything is acknowledged, the reset follows.
+    let acks = h.run.as_ref().unwrap().acks.clone();
+    acks.ack(file, old_end, 5);
+    h.ack_enabled = true;
+    h.until_lines(6).await;
+    assert_eq!(h.count_resets(ResetKind::Truncated), 1);
+    // A late re-acknowledgement of the old content must not reach the checkpoint.
+    acks.ack(file, old_end, 5);
+    h.stop().await;
+    h.start();
+    h.until(T, |h| {
+        h.events
+            .iter()
+            .filter(|e| matches!(e, TailEvent::Opened { .. }))
+            .count()
+            == 2
+    })
+    .await;
+    let last_opened = h.events.iter().rev().find_map(|e| match e {
+        TailEvent::Opened { offset, lines, .. } => Some((*offset, *lines)),
+        _ => None,
+    });
+    assert_eq!(last_opened, Some((6, 1)));
+    h.stop().await;
+}

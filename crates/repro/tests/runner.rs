@@ -589,3 +589,142 @@ fn step_estimates_shorten_the_time_limit_per_mode() {
         assert_eq!(v["timeout_s"], want, "{mode}");
     }
 }
+
+/// As root: the child runs as the manifest's uid/gid with no supplementary groups, a clean
+/// environment, `NoNewPrivs`, and the rlimits. The program is `/bin/sh` because the test's
+/// interpreter may live where an unprivileged user cannot reach it.
+#[test]
+fn the_child_runs_as_the_job_user_with_a_clean_environment_and_limits() {
+    if euid() != 0 {
+        eprintln!("skipped: switching users needs root");
+        return;
+    }
+    const NOBODY: u32 = 65534;
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        tmp.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let root = tmp.path().join("root");
+    let script = "id -u > \"$0/uid\"; id -G > \"$0/groups\"; env > \"$0/env\"; \
+                  ulimit -c > \"$0/core\"; ulimit -n > \"$0/nofile\"; \
+                  grep NoNewPrivs /proc/self/status > \"$0/nnp\"";
+    let argv = json!([
+        "/bin/sh",
+        "-c",
+        script,
+        "{out_dir}",
+        "{manifest}",
+        "{mode}",
+        "{result}"
+    ]);
+    let m = write_entry(&root, 5, LOG, argv, ago(30), |d| {
+        d["job"]["uid"] = json!(NOBODY);
+        d["job"]["gid"] = json!(NOBODY);
+    });
+    let dir = m.parent().unwrap();
+    for f in ["manifest.json", "batch.pt", "rng.pt"] {
+        std::os::unix::fs::chown(dir.join(f), Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    let mut cfg = config(&tmp.path().join("state"), &root);
+    cfg.allow_root_jobs = false;
+    let (r, _) = runner(cfg);
+    let res = r.replay_manifest(&m, Mode::Cpu);
+    // The script writes no result.json: exit 0 without a result.
+    assert_eq!(
+        (res.outcome, res.reason.as_deref()),
+        (Outcome::HarnessError, Some("result_missing")),
+        "{res:?}"
+    );
+    let out = res
+        .result_path
+        .as_ref()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let read = |name: &str| {
+        std::fs::read_to_string(out.join(name))
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(read("uid"), NOBODY.to_string());
+    assert_eq!(read("groups"), NOBODY.to_string());
+    assert_eq!(read("core"), "0");
+    assert_eq!(read("nofile"), "4096");
+    assert!(read("nnp").ends_with('1'), "{}", read("nnp"));
+    let env = read("env");
+    let keys: Vec<&str> = env
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
+    for k in [
+        "PATH",
+        "HOME",
+        "LANG",
+        "PYTHONPATH",
+        "PYTHONUNBUFFERED",
+        "PYTHONFAULTHANDLER",
+        "CUDA_VISIBLE_DEVICES",
+        "TORCH_COMPILE_DISABLE",
+    ] {
+        assert!(keys.contains(&k), "{k} missing from {keys:?}");
+    }
+    // Nothing of the daemon's own environment leaks beyond those (the shell adds PWD, SHLVL, _).
+    for k in &keys {
+        assert!(
+            [
+                "PATH",
+                "HOME",
+                "LANG",
+                "PYTHONPATH",
+                "PYTHONUNBUFFERED",
+                "PYTHONFAULTHANDLER",
+                "CUDA_VISIBLE_DEVICES",
+                "TORCH_COMPILE_DISABLE",
+                "PWD",
+                "SHLVL",
+                "_",
+                "OLDPWD"
+            ]
+            .contains(k),
+            "unexpected variable {k}"
+        );
+    }
+    assert!(env.contains(&format!("HOME={}", out.display())));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_replay_per_gpu_at_a_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    write_entry(
+        &root,
+        5,
+        LOG,
+        stub_argv(&["--behaviour", "result", "--sleep", "1"]),
+        ago(30),
+        |_| {},
+    );
+    let mut cfg = config(&tmp.path().join("state"), &root);
+    cfg.max_concurrent = 2;
+    let (r, _) = runner(cfg);
+    let mut a = request("gpu-a");
+    a.gpu = Some("GPU-8932f937".into());
+    let first = {
+        let r = r.clone();
+        tokio::spawn(async move { r.run_for(a).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut b = request("gpu-b");
+    b.gpu = Some("GPU-8932f937".into());
+    b.category = "other_category".into();
+    let second = r.run_for(b).await;
+    assert_eq!(second.attempts[0].mode, Mode::SyncGpu);
+    assert_eq!(second.attempts[0].reason.as_deref(), Some("gpu_busy"));
+    assert_eq!(second.attempts[1].mode, Mode::Cpu);
+    let first = first.await.unwrap();
+    assert_eq!(first.attempts[0].outcome, Outcome::NotReproduced);
+}

@@ -12,7 +12,7 @@ use crate::cli::{LogFormat, EXIT_USAGE};
 use crate::config::{self, Config};
 use crate::detect::DetectorSet;
 use crate::http::{self, HttpState};
-use crate::incidents::pipeline::Pipeline;
+use crate::incidents::pipeline::{AlertSink, Pipeline};
 use crate::incidents::store::Store;
 use crate::lifecycle::{sd_notify, watchdog_interval, Readiness};
 use crate::metrics::Metrics;
@@ -31,7 +31,11 @@ use tokio_util::sync::CancellationToken;
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// `assertwatch run`.
-pub fn main(config_path: Option<PathBuf>, log_format: LogFormat) -> ExitCode {
+pub fn main(
+    config_path: Option<PathBuf>,
+    log_format: LogFormat,
+    web_config: Option<PathBuf>,
+) -> ExitCode {
     init_tracing(log_format);
     let cfg = match &config_path {
         Some(p) => config::load(p),
@@ -44,6 +48,12 @@ pub fn main(config_path: Option<PathBuf>, log_format: LogFormat) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    if let Some(w) = &web_config {
+        if let Err(e) = assertwatch_web::validate_web_config_file(w) {
+            eprintln!("assertwatch: invalid web config: {e:#}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -55,7 +65,7 @@ pub fn main(config_path: Option<PathBuf>, log_format: LogFormat) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match rt.block_on(run(cfg, config_path.clone())) {
+    match rt.block_on(run(cfg, config_path.clone(), web_config)) {
         Ok(Exit::Stopped) => ExitCode::SUCCESS,
         Ok(Exit::Reload) => {
             drop(rt);
@@ -98,7 +108,11 @@ enum Exit {
     Reload,
 }
 
-async fn run(cfg: Config, config_path: Option<PathBuf>) -> anyhow::Result<Exit> {
+async fn run(
+    cfg: Config,
+    config_path: Option<PathBuf>,
+    web_config: Option<PathBuf>,
+) -> anyhow::Result<Exit> {
     // Build: state dir, store, detectors, listener. Failures here exit 1 with the reason.
     std::fs::create_dir_all(&cfg.state_dir)
         .with_context(|| format!("creating state_dir {}", cfg.state_dir.display()))?;
@@ -112,6 +126,29 @@ async fn run(cfg: Config, config_path: Option<PathBuf>) -> anyhow::Result<Exit> 
         .with_context(|| format!("listening on {}", cfg.listen))?;
     let (readiness, latch) = Readiness::new();
     let shutdown = CancellationToken::new();
+
+    // GPUs: a dedicated thread polls the backend and publishes snapshots; the collector renders
+    // the latest one at scrape time and never calls NVML itself.
+    let mut gcfg = assertwatch_gpu::GpuConfig::new(match cfg.gpu.backend {
+        config::GpuBackendKind::Nvml => assertwatch_gpu::Backend::Nvml,
+        config::GpuBackendKind::Fake => assertwatch_gpu::Backend::Fake,
+        config::GpuBackendKind::None => assertwatch_gpu::Backend::None,
+    });
+    gcfg.fake_file = cfg.gpu.fake_file.clone();
+    gcfg.poll_interval = cfg.gpu.poll_interval;
+    let gpu = assertwatch_gpu::spawn(gcfg);
+    let probes = assertwatch_gpu::ProbeMetrics::default();
+    let collector = assertwatch_gpu::GpuCollector::new(gpu.snapshot.clone(), probes.clone())
+        .context("creating the GPU collector")?;
+    metrics
+        .registry
+        .register(Box::new(collector))
+        .context("registering the GPU collector")?;
+    let assertwatch_gpu::GpuHandle {
+        snapshot: gpu_snapshot,
+        events: mut gpu_events,
+        stop: gpu_stop,
+    } = gpu;
 
     let mut tcfg = TailConfig::new(
         cfg.logs
@@ -166,6 +203,21 @@ async fn run(cfg: Config, config_path: Option<PathBuf>) -> anyhow::Result<Exit> 
         }
     };
 
+    // Alertmanager: a background task per receiver; the handle never blocks the pipeline.
+    let (notifier, notifier_task) = match &cfg.alertmanager {
+        Some(am) => {
+            let m = assertwatch_alertmanager::Metrics::register(&metrics.registry)
+                .context("registering alert metrics")?;
+            let (h, t) = assertwatch_alertmanager::Notifier::spawn(
+                crate::sinks::alertmanager::client_config(am),
+                m,
+            )
+            .context("starting the Alertmanager client")?;
+            (Some(h), Some(t))
+        }
+        None => (None, None),
+    };
+
     // The pipeline task owns detection and incident state; see incidents::pipeline.
     let heartbeat = Arc::new(AtomicU64::new(0));
     let (drain_tx, mut drain_rx) = tokio::sync::oneshot::channel::<()>();
@@ -176,7 +228,22 @@ async fn run(cfg: Config, config_path: Option<PathBuf>) -> anyhow::Result<Exit> 
             store.clone(),
             metrics.clone(),
             Some(acks),
-        );
+        )
+        .with_gpus(gpu_snapshot.clone());
+        if let (Some(h), Some(am)) = (&notifier, &cfg.alertmanager) {
+            let host = if cfg.listen.ip().is_unspecified() {
+                cfg.node_name.clone()
+            } else {
+                cfg.listen.ip().to_string()
+            };
+            let api = format!("http://{host}:{}", cfg.listen.port());
+            p = p.with_alerts(AlertSink::new(
+                h.clone(),
+                am.runbook_base_url.clone(),
+                api,
+                am.resolve_after,
+            ));
+        }
         let hb = heartbeat.clone();
         let state_dir = cfg.state_dir.clone();
         let retention = cfg.retention.clone();
@@ -189,6 +256,9 @@ async fn run(cfg: Config, config_path: Option<PathBuf>) -> anyhow::Result<Exit> 
             let mut last_kck = tokio::time::Instant::now();
             let mut kernel_open = true;
             let mut tail_open = true;
+            let mut gpu_open = true;
+            let mut last_probe: std::collections::HashMap<u32, tokio::time::Instant> =
+                Default::default();
             while tail_open || kernel_open {
                 tokio::select! {
                     // Drain: persist and acknowledge what was processed, then stop consuming;
@@ -202,9 +272,35 @@ async fn run(cfg: Config, config_path: Option<PathBuf>) -> anyhow::Result<Exit> 
                         Some(b) => p.on_kernel(b),
                         None => kernel_open = false,
                     },
+                    g = gpu_events.recv(), if gpu_open => match g {
+                        Some(g) => p.on_gpu(g),
+                        None => gpu_open = false,
+                    },
                     _ = tick.tick() => {
                         hb.fetch_add(1, Ordering::Relaxed);
                         p.tick();
+                        // A hardware- or driver-blamed Xid: check the GPU directly (at most every
+                        // 10 minutes per GPU), off the runtime's threads.
+                        for idx in std::mem::take(&mut p.probe_requests) {
+                            if last_probe.get(&idx).is_some_and(|t| t.elapsed() < Duration::from_secs(600)) {
+                                continue;
+                            }
+                            last_probe.insert(idx, tokio::time::Instant::now());
+                            let probes = probes.clone();
+                            tokio::task::spawn_blocking(move || {
+                                let t = std::time::Instant::now();
+                                match assertwatch_gpu::probe::probe(idx, Duration::from_secs(60)) {
+                                    Ok(r) => {
+                                        tracing::info!(gpu = idx, ok = r.ok, error = ?r.error, "GPU health probe after an Xid.");
+                                        probes.record(&r);
+                                    }
+                                    Err(e) => {
+                                        tracing::warn!(gpu = idx, error = %e, "GPU health probe could not run.");
+                                        probes.record_failure(idx, t.elapsed());
+                                    }
+                                }
+                            });
+                        }
                         if last_prune.elapsed() > Duration::from_secs(60) {
                             p.prune(retention.max_age, retention.max_count);
                             last_prune = tokio::time::Instant::now();
@@ -226,16 +322,30 @@ async fn run(cfg: Config, config_path: Option<PathBuf>) -> anyhow::Result<Exit> 
         store: store.clone(),
         readiness: readiness.clone(),
         node: cfg.node_name.clone(),
-        gpu_summary: Arc::new(Vec::new),
+        gpu_summary: {
+            let snap = gpu_snapshot.clone();
+            Arc::new(move || {
+                let s = snap.borrow().clone();
+                s.gpus
+                    .iter()
+                    .map(|g| http::GpuRow {
+                        index: g.id.index,
+                        name: g.info.name.clone().unwrap_or_default(),
+                        uuid: g.id.uuid.clone(),
+                        status: if g.lost { "lost".into() } else { "ok".into() },
+                    })
+                    .collect()
+            })
+        },
     };
     let http_stop = shutdown.clone();
     let http_task = tokio::spawn(async move {
         let app = http::router(http_state);
-        if let Err(e) = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { http_stop.cancelled().await })
-            .await
-        {
-            tracing::error!(error = %e, "The HTTP listener failed.");
+        // Plain HTTP without a web config; TLS, client certificates and basic auth (with
+        // /metrics, /healthz and /readyz exempt by default) with one. See docs/security.md.
+        let stop = async move { http_stop.cancelled().await };
+        if let Err(e) = assertwatch_web::serve(listener, app, web_config, stop).await {
+            tracing::error!(error = %format!("{e:#}"), "The HTTP listener failed.");
         }
     });
     drop(latch);
@@ -287,6 +397,11 @@ async fn run(cfg: Config, config_path: Option<PathBuf>) -> anyhow::Result<Exit> 
     sources_stop.cancel();
     shutdown.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(1), http_task).await;
+    let _ = tokio::task::spawn_blocking(move || gpu_stop.stop(Duration::from_secs(1))).await;
+    if let (Some(h), Some(t)) = (notifier, notifier_task) {
+        h.shutdown();
+        let _ = tokio::time::timeout(Duration::from_secs(6), t).await;
+    }
     if let Some(t) = kernel_thread {
         // The reader notices the token within ~100 ms.
         let _ = tokio::task::spawn_blocking(move || t.join()).await;

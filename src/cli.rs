@@ -32,6 +32,10 @@ pub enum Command {
         /// Log format on stderr.
         #[arg(long, value_enum, default_value_t = LogFormat::Text)]
         log_format: LogFormat,
+        /// TLS and basic-auth settings in the Prometheus exporter-toolkit format
+        /// (see docs/security.md).
+        #[arg(long = "web.config.file", value_name = "FILE")]
+        web_config: Option<PathBuf>,
     },
     /// Validate a configuration file; prints every problem, exit 2 if there is one.
     CheckConfig { file: PathBuf },
@@ -50,6 +54,17 @@ pub enum Command {
         /// Files to scan; `-` reads stdin.
         #[arg(required = true)]
         files: Vec<String>,
+    },
+    /// Check a GPU directly through the CUDA driver: context, copy, a kernel with a known answer.
+    /// Exit 0 healthy, 1 failed, 3 no CUDA driver.
+    Probe {
+        /// CUDA device number (the daemon probes by NVML index under CUDA_DEVICE_ORDER=PCI_BUS_ID).
+        #[arg(long, default_value_t = 0)]
+        gpu: u32,
+        #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+        timeout: std::time::Duration,
+        #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+        format: FormatArg,
     },
     /// Show NVIDIA's catalog entry for an Xid and what to do about it.
     ExplainXid {
@@ -81,7 +96,11 @@ pub enum FormatArg {
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Run { config, log_format } => crate::app::main(config, log_format),
+        Command::Run {
+            config,
+            log_format,
+            web_config,
+        } => crate::app::main(config, log_format, web_config),
         Command::CheckConfig { file } => match config::load(&file) {
             Ok(_) => {
                 println!("{}: OK", file.display());
@@ -100,6 +119,11 @@ pub fn run(cli: Cli) -> ExitCode {
             files,
         } => cmd_scan(stream, format, config, max_line_bytes, &files),
         Command::ExplainXid { xid, format } => cmd_explain(xid, format),
+        Command::Probe {
+            gpu,
+            timeout,
+            format,
+        } => cmd_probe(gpu, timeout, format),
     }
 }
 
@@ -234,4 +258,63 @@ fn cmd_explain(xid: u32, format: FormatArg) -> ExitCode {
         },
     }
     ExitCode::SUCCESS
+}
+
+/// Exit status of `probe` when no CUDA driver can be loaded.
+pub const EXIT_NO_DRIVER: u8 = 3;
+
+fn cmd_probe(gpu: u32, timeout: std::time::Duration, format: FormatArg) -> ExitCode {
+    use assertwatch_gpu::{probe, ProbeError};
+    match probe::probe(gpu, timeout) {
+        Ok(r) => {
+            let phases: Vec<serde_json::Value> = r
+                .phases
+                .iter()
+                .map(
+                    |p| serde_json::json!({ "phase": p.name, "seconds": p.duration.as_secs_f64() }),
+                )
+                .collect();
+            match format {
+                FormatArg::Jsonl => println!(
+                    "{}",
+                    serde_json::json!({
+                        "gpu": r.gpu, "name": r.name, "uuid": r.uuid, "pci_bus_id": r.pci_bus_id,
+                        "ok": r.ok, "duration_seconds": r.duration.as_secs_f64(),
+                        "mismatches": r.mismatches, "error": r.error, "phases": phases,
+                    })
+                ),
+                FormatArg::Text => {
+                    println!(
+                        "GPU {gpu}: {} — {} in {:.1} ms",
+                        r.name.as_deref().unwrap_or("unknown"),
+                        if r.ok { "healthy" } else { "FAILED" },
+                        r.duration.as_secs_f64() * 1e3
+                    );
+                    for p in &r.phases {
+                        println!(
+                            "  {:<12} {:>9.3} ms",
+                            p.name,
+                            p.duration.as_secs_f64() * 1e3
+                        );
+                    }
+                    if let Some(e) = &r.error {
+                        println!("  error: {e}");
+                    }
+                }
+            }
+            if r.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(ProbeError::NoDriver { reason }) => {
+            eprintln!("assertwatch: no CUDA driver: {reason}");
+            ExitCode::from(EXIT_NO_DRIVER)
+        }
+        Err(e) => {
+            eprintln!("assertwatch: probe of GPU {gpu} failed: {e}");
+            ExitCode::from(1)
+        }
+    }
 }

@@ -26,4 +26,5 @@ pub mod lifecycle;
 pub mod metrics;
 pub mod model;
 pub mod scan;
+pub mod sinks;
 pub mod sources;

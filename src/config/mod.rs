@@ -93,6 +93,29 @@ pub struct AlertmanagerConfig {
     pub timeout: Duration,
     pub queue_capacity: usize,
     pub runbook_base_url: String,
+    pub auth: AlertAuth,
+    pub tls_ca_file: Option<PathBuf>,
+    pub tls_cert_file: Option<PathBuf>,
+    pub tls_key_file: Option<PathBuf>,
+    pub tls_insecure_skip_verify: bool,
+}
+
+/// How the daemon authenticates to Alertmanager; secrets are read from files at start.
+#[derive(Clone, PartialEq, Eq)]
+pub enum AlertAuth {
+    None,
+    Basic { username: String, password: String },
+    Bearer { token: String },
+}
+
+impl std::fmt::Debug for AlertAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AlertAuth::None => f.write_str("None"),
+            AlertAuth::Basic { username, .. } => write!(f, "Basic({username}, <hidden>)"),
+            AlertAuth::Bearer { .. } => f.write_str("Bearer(<hidden>)"),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -75,6 +75,15 @@ pub struct RawAlertmanager {
     pub timeout: Option<String>,
     pub queue_capacity: Option<usize>,
     pub runbook_base_url: Option<String>,
+    /// Basic auth user; the password is read from `password_file` (never written in config).
+    pub username: Option<String>,
+    pub password_file: Option<String>,
+    /// Bearer token read from this file.
+    pub bearer_token_file: Option<String>,
+    pub tls_ca_file: Option<String>,
+    pub tls_cert_file: Option<String>,
+    pub tls_key_file: Option<String>,
+    pub tls_insecure_skip_verify: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

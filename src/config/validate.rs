@@ -338,7 +338,48 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
                 );
             }
         }
+        let read_secret = |iss: &mut Issues<'_>, field: &str, f: &str| -> String {
+            match std::fs::read_to_string(resolve(base, f)) {
+                Ok(t) => t.trim_end_matches(['\n', '\r']).to_owned(),
+                Err(e) => {
+                    iss.add(
+                        format!("alertmanager.{field}"),
+                        format!("cannot read {f:?}: {e}"),
+                    );
+                    String::new()
+                }
+            }
+        };
+        let auth = match (&a.username, &a.password_file, &a.bearer_token_file) {
+            (Some(u), Some(pf), None) => AlertAuth::Basic {
+                username: u.clone(),
+                password: read_secret(&mut iss, "password_file", pf),
+            },
+            (None, None, Some(tf)) => AlertAuth::Bearer {
+                token: read_secret(&mut iss, "bearer_token_file", tf),
+            },
+            (None, None, None) => AlertAuth::None,
+            (Some(_), None, _) => {
+                iss.add(
+                    "alertmanager.password_file",
+                    "username needs password_file (the password is not written in the config)",
+                );
+                AlertAuth::None
+            }
+            _ => {
+                iss.add(
+                    "alertmanager.bearer_token_file",
+                    "use either username/password_file or bearer_token_file, not both",
+                );
+                AlertAuth::None
+            }
+        };
         AlertmanagerConfig {
+            auth,
+            tls_ca_file: a.tls_ca_file.as_deref().map(|f| resolve(base, f)),
+            tls_cert_file: a.tls_cert_file.as_deref().map(|f| resolve(base, f)),
+            tls_key_file: a.tls_key_file.as_deref().map(|f| resolve(base, f)),
+            tls_insecure_skip_verify: a.tls_insecure_skip_verify.unwrap_or(false),
             urls,
             resend_interval: dur(
                 &mut iss,

@@ -93,10 +93,25 @@ pub fn parse_fallen_off_bus(line: &str) -> Option<Evidence> {
     Some(Evidence::FallenOffBus { pci })
 }
 
-/// Does bus id `a` name the same device as `b`? (`0000:01:00` and `0000:01:00.0` do.)
+/// The kernel log's form of a PCI bus id: `dddd:bb:dd`, lowercase, without the function.
+/// Accepts NVML's `00000000:3B:00.0` as well as the driver's `0000:3b:00`.
+pub fn normalize_bus(s: &str) -> String {
+    let s = s.trim().to_ascii_lowercase();
+    let s = match s.rsplit_once('.') {
+        Some((head, f)) if f.len() == 1 => head.to_owned(),
+        _ => s,
+    };
+    let mut parts: Vec<&str> = s.split(':').collect();
+    if parts.len() == 3 && parts[0].len() > 4 {
+        parts[0] = &parts[0][parts[0].len() - 4..];
+    }
+    parts.join(":")
+}
+
+/// Does bus id `a` name the same device as `b`? (`0000:01:00`, `0000:01:00.0` and NVML's
+/// `00000000:01:00.0` do.)
 pub fn same_bus(a: &str, b: &str) -> bool {
-    let strip = |s: &str| s.strip_suffix(".0").unwrap_or(s).to_ascii_lowercase();
-    strip(a) == strip(b)
+    normalize_bus(a) == normalize_bus(b)
 }
 
 #[cfg(test)]
@@ -153,5 +168,7 @@ mod tests {
     fn bus_ids_compare_without_function() {
         assert!(same_bus("0000:01:00", "0000:01:00.0"));
         assert!(!same_bus("0000:01:00", "0000:02:00.0"));
+        assert!(same_bus("00000000:3B:00.0", "0000:3b:00"));
+        assert_eq!(normalize_bus("00000009:01:00.0"), "0009:01:00");
     }
 }

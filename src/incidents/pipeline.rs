@@ -22,6 +22,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 /// Stream id of the kernel log in the engine (file streams use their tail file ids).
 pub const KERNEL_STREAM: u64 = u64::MAX - 1;
@@ -70,6 +71,40 @@ pub struct Pipeline {
     progress: HashMap<u64, (u64, u64)>,
     /// Writes that failed (e.g. disk full), retried on every tick; bounded by `MAX_RETRY`.
     retry: VecDeque<(String, IncidentRecord)>,
+    /// Latest GPU snapshot, to name the GPU (index, UUID, NVML bus id) of kernel-log Xids.
+    gpus: Option<watch::Receiver<Arc<assertwatch_gpu::GpuSnapshot>>>,
+    /// Last line number seen on the kernel stream (NVML events are placed after it).
+    last_kernel_line: u64,
+    /// Xid incidents blamed on hardware or driver whose GPU should be probed (index).
+    pub probe_requests: Vec<u32>,
+    alerts: Option<AlertSink>,
+}
+
+/// The Alertmanager push handle and what the alerts need.
+pub struct AlertSink {
+    pub handle: assertwatch_alertmanager::NotifierHandle,
+    pub runbook_base: String,
+    pub api_base: String,
+    /// An alert resolves this long after its last incident activity.
+    pub hold: Duration,
+    deadlines: HashMap<String, Instant>,
+}
+
+impl AlertSink {
+    pub fn new(
+        handle: assertwatch_alertmanager::NotifierHandle,
+        runbook_base: String,
+        api_base: String,
+        hold: Duration,
+    ) -> Self {
+        AlertSink {
+            handle,
+            runbook_base,
+            api_base,
+            hold,
+            deadlines: HashMap::new(),
+        }
+    }
 }
 
 /// Incident writes kept for retry while the store fails; beyond this the oldest is dropped and
@@ -109,11 +144,144 @@ impl Pipeline {
             store_failures: 0,
             progress: HashMap::new(),
             retry: VecDeque::new(),
+            gpus: None,
+            last_kernel_line: 0,
+            probe_requests: Vec::new(),
+            alerts: None,
         }
     }
 
     fn clock_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64 + 1
+    }
+
+    /// Gives the pipeline the GPU snapshot channel (for naming the GPU of kernel-log Xids).
+    pub fn with_gpus(mut self, rx: watch::Receiver<Arc<assertwatch_gpu::GpuSnapshot>>) -> Self {
+        self.gpus = Some(rx);
+        self
+    }
+
+    /// Sends every incident to Alertmanager through `sink`.
+    pub fn with_alerts(mut self, sink: AlertSink) -> Self {
+        self.alerts = Some(sink);
+        self
+    }
+
+    fn alert(&mut self, rec: &IncidentRecord) {
+        let Some(a) = self.alerts.as_mut() else {
+            return;
+        };
+        let (key, alert) = crate::sinks::alertmanager::alert_for(rec, &a.runbook_base, &a.api_base);
+        a.deadlines.insert(key.clone(), Instant::now() + a.hold);
+        a.handle.fire(key, alert);
+    }
+
+    fn resolve_quiet_alerts(&mut self) {
+        let Some(a) = self.alerts.as_mut() else {
+            return;
+        };
+        let now = Instant::now();
+        let due: Vec<String> = a
+            .deadlines
+            .iter()
+            .filter(|(_, d)| **d <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in due {
+            a.deadlines.remove(&k);
+            a.handle.resolve(&k);
+        }
+    }
+
+    /// The GPU a bus id belongs to, from the latest snapshot.
+    fn gpu_for_bus(&self, pci: &str) -> Option<assertwatch_gpu::GpuId> {
+        let snap = self.gpus.as_ref()?.borrow().clone();
+        snap.gpus
+            .iter()
+            .find(|g| crate::detect::xid::same_bus(&g.id.pci_bus_id, pci))
+            .map(|g| g.id.clone())
+    }
+
+    fn kernel_ctx(&mut self, key: &str) {
+        self.streams
+            .entry(KERNEL_STREAM)
+            .or_insert_with(|| StreamCtx {
+                source_name: "kernel".into(),
+                path: PathBuf::from("kernel"),
+                pod: None,
+                scanner: StreamScanner::new(Format::Plain, 1 << 16, 1),
+                dedup_prefix: format!("k:{key}"),
+            });
+    }
+
+    /// Handles an NVML event. Xids join the kernel-log stream of the engine under the kernel's
+    /// bus-id form, so the same Xid seen by NVML and in the kernel log is one incident.
+    pub fn on_gpu(&mut self, ev: assertwatch_gpu::GpuEvent) {
+        use crate::model::Evidence;
+        let at = self.clock_ms();
+        self.kernel_ctx("nvml");
+        let line = self.last_kernel_line;
+        let (gpu, when, evidence, text) = match ev {
+            assertwatch_gpu::GpuEvent::Xid {
+                gpu,
+                xid,
+                pid,
+                at: when,
+            } => {
+                let text = format!(
+                    "NVML: Xid {xid} on GPU {} ({}, {})",
+                    gpu.index, gpu.pci_bus_id, gpu.uuid
+                );
+                let ev = Evidence::Xid {
+                    xid,
+                    pci: Some(crate::detect::xid::normalize_bus(&gpu.pci_bus_id)),
+                    pid,
+                    process: None,
+                    detail: "reported by NVML".into(),
+                };
+                (gpu, when, ev, text)
+            }
+            assertwatch_gpu::GpuEvent::Lost { gpu, at: when } => {
+                let text = format!(
+                    "NVML: GPU {} ({}, {}) is lost (GPU_IS_LOST)",
+                    gpu.index, gpu.pci_bus_id, gpu.uuid
+                );
+                let ev = Evidence::FallenOffBus {
+                    pci: Some(crate::detect::xid::normalize_bus(&gpu.pci_bus_id)),
+                };
+                (gpu, when, ev, text)
+            }
+        };
+        let when_ms = when
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let ident = Evidence::GpuIdentity {
+            pci: crate::detect::xid::normalize_bus(&gpu.pci_bus_id),
+            uuid: gpu.uuid.clone(),
+        };
+        self.engine.observe(
+            KERNEL_STREAM,
+            Finding {
+                line,
+                offset: None,
+                at_ms: at,
+                text: String::new(),
+                evidence: ident,
+            },
+        );
+        self.arrived.insert(KERNEL_STREAM, Instant::now());
+        self.observe_all(
+            KERNEL_STREAM,
+            vec![Finding {
+                line,
+                offset: Some(when_ms),
+                at_ms: at,
+                text,
+                evidence,
+            }],
+        );
+        self.flush_updates();
     }
 
     /// Handles one tail event.
@@ -407,6 +575,7 @@ impl Pipeline {
     }
 
     pub fn tick(&mut self) {
+        self.resolve_quiet_alerts();
         if !self.retry.is_empty() {
             self.retry_writes();
             if self.retry.is_empty() {
@@ -478,16 +647,30 @@ impl Pipeline {
                     .observe(t.elapsed().as_secs_f64());
             }
             if let Some(x) = inc.xid {
-                let pci = inc.pci.clone().unwrap_or_default();
-                let uuid = inc.gpu_uuid.clone().unwrap_or_default();
+                // One count per Xid incident: a burst of one Xid on one GPU within `xid_window`,
+                // and the same event seen by NVML and the kernel log, count once.
+                let gpu = inc.pci.as_deref().and_then(|p| self.gpu_for_bus(p));
+                let (index, uuid, pci) = match &gpu {
+                    Some(g) => (g.index.to_string(), g.uuid.clone(), g.pci_bus_id.clone()),
+                    None => (
+                        String::new(),
+                        inc.gpu_uuid.clone().unwrap_or_default(),
+                        inc.pci.clone().unwrap_or_default(),
+                    ),
+                };
                 self.metrics
                     .xid_errors
-                    .with_label_values(&["", &uuid, &pci, &x.to_string()])
-                    .inc_by(inc.evidence_lines);
+                    .with_label_values(&[&index, &uuid, &pci, &x.to_string()])
+                    .inc();
                 self.metrics
                     .last_xid
-                    .with_label_values(&["", &uuid, &pci])
+                    .with_label_values(&[&index, &uuid, &pci])
                     .set(i64::from(x));
+                if matches!(xid_catalog::blame(x), Blame::Hardware | Blame::Driver) {
+                    if let Some(g) = &gpu {
+                        self.probe_requests.push(g.index);
+                    }
+                }
             }
         } else if self.suppressed_keys.contains(&u.key) {
             if u.closed {
@@ -505,7 +688,10 @@ impl Pipeline {
                 format!("{}:{off}:{crc:08x}", ctx.dedup_prefix)
             }
         };
-        let source = if u.stream == KERNEL_STREAM {
+        let from_nvml = inc.excerpt.first().is_some_and(|l| l.starts_with("NVML: "));
+        let source = if u.stream == KERNEL_STREAM && from_nvml {
+            serde_json::json!({ "kind": "nvml" })
+        } else if u.stream == KERNEL_STREAM {
             serde_json::json!({ "kind": "kmsg", "seq": first_pos })
         } else {
             serde_json::json!({ "path": ctx.path.display().to_string(), "offset": first_pos })
@@ -523,10 +709,16 @@ impl Pipeline {
             namespace: ctx.pod.as_ref().map(|p| p.namespace.clone()),
             pod: ctx.pod.as_ref().map(|p| p.pod.clone()),
             container: ctx.pod.as_ref().map(|p| p.container.clone()),
-            gpu: (inc.pci.is_some() || inc.gpu_uuid.is_some()).then(|| GpuRef {
-                index: None,
-                uuid: inc.gpu_uuid.clone(),
-                pci_bus_id: inc.pci.clone(),
+            gpu: (inc.pci.is_some() || inc.gpu_uuid.is_some()).then(|| {
+                let g = inc.pci.as_deref().and_then(|p| self.gpu_for_bus(p));
+                GpuRef {
+                    index: g.as_ref().map(|g| g.index),
+                    uuid: inc
+                        .gpu_uuid
+                        .clone()
+                        .or_else(|| g.as_ref().map(|g| g.uuid.clone())),
+                    pci_bus_id: inc.pci.clone(),
+                }
             }),
             related,
             repro: None,
@@ -543,8 +735,12 @@ impl Pipeline {
             self.retry_writes();
         }
         match self.store.put(&dedup, now_ms(), &rec) {
-            Ok((id, _)) if self.retry.is_empty() => {
+            Ok((id, created)) if self.retry.is_empty() => {
                 self.store_failures = 0;
+                let mut shown = rec.clone();
+                shown.id = id;
+                shown.time = crate::incidents::store::rfc3339_ms(created);
+                self.alert(&shown);
                 if u.first {
                     self.correlate(id, &rec, u.key);
                 }

@@ -1,0 +1,199 @@
+//! Incidents as Alertmanager alerts: names, bounded labels, and annotations for people.
+//!
+//! Labels come from closed sets or configuration (kind, category, blame, severity, node, GPU,
+//! namespace, pod), so Alertmanager groups and routes on them; the incident's text goes into
+//! annotations only. Alerts with the same labels are one alert in Alertmanager, so the key of an
+//! alert here is its label set; the annotations show the latest incident. The push itself (queue,
+//! re-send, resolve, retries, HA fan-out) lives in the `assertwatch-alertmanager` crate.
+
+use crate::config::{AlertAuth, AlertmanagerConfig};
+use crate::incidents::store::IncidentRecord;
+use crate::model::{Blame, Kind};
+use assertwatch_alertmanager::{Alert, Auth, TlsConfig};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The alert name for an incident (one per kind; Xids split by blame).
+pub fn alert_name(kind: Kind, blame: Blame, xid: Option<u32>) -> &'static str {
+    match kind {
+        Kind::DeviceAssert => "CudaDeviceSideAssert",
+        Kind::CudaError => "CudaError",
+        Kind::Oom => "CudaOutOfMemory",
+        Kind::NcclError => "NcclError",
+        Kind::Numeric => "TrainingNumericError",
+        Kind::Xid => match blame {
+            Blame::Hardware => "GpuXidHardware",
+            Blame::Driver => "GpuXidDriver",
+            Blame::Application => "GpuXidApplication",
+            Blame::Unknown if xid.is_some_and(crate::detect::xid_catalog::needs_drain) => {
+                "GpuXidHardware"
+            }
+            Blame::Unknown => "GpuXidApplication",
+        },
+    }
+}
+
+fn severity(kind: Kind, blame: Blame) -> &'static str {
+    match (kind, blame) {
+        (Kind::Xid, Blame::Hardware | Blame::Driver) => "critical",
+        (Kind::CudaError, Blame::Hardware) => "critical",
+        _ => "warning",
+    }
+}
+
+/// Builds the alert for `rec`; returns (key, alert). `api_base` is this daemon's URL.
+pub fn alert_for(rec: &IncidentRecord, runbook_base: &str, api_base: &str) -> (String, Alert) {
+    let i = &rec.incident;
+    let name = alert_name(i.kind, i.blame, i.xid);
+    let gpu = rec
+        .gpu
+        .as_ref()
+        .and_then(|g| {
+            g.index
+                .map(|x| x.to_string())
+                .or_else(|| g.pci_bus_id.clone())
+        })
+        .unwrap_or_default();
+    let started = UNIX_EPOCH
+        + Duration::from_millis(
+            time::OffsetDateTime::parse(&rec.time, &time::format_description::well_known::Rfc3339)
+                .map(|t| (t.unix_timestamp_nanos() / 1_000_000).max(0) as u64)
+                .unwrap_or(0),
+        );
+    let started = if started == UNIX_EPOCH {
+        SystemTime::now()
+    } else {
+        started
+    };
+    let mut a = Alert::new(started)
+        .label("alertname", name)
+        .label("node", &rec.node)
+        .label("kind", i.kind.as_str())
+        .label("category", &i.category)
+        .label("blame", i.blame.as_str())
+        .label("severity", severity(i.kind, i.blame));
+    if !gpu.is_empty() {
+        a = a.label("gpu", gpu.clone());
+    }
+    if let Some(ns) = &rec.namespace {
+        a = a.label("namespace", ns);
+    }
+    if let Some(pod) = &rec.pod {
+        a = a.label("pod", pod);
+    }
+    let place = match (&rec.namespace, &rec.pod) {
+        (Some(ns), Some(pod)) => format!("{ns}/{pod}"),
+        _ => format!("{} on {}", rec.source_name, rec.node),
+    };
+    let summary = match (i.kind, i.xid) {
+        (Kind::Xid, Some(x)) => format!(
+            "Xid {x} ({}) on GPU {} of {}",
+            i.category,
+            i.pci.as_deref().unwrap_or("?"),
+            rec.node
+        ),
+        _ => format!("{} in {place}: {}", name, i.category),
+    };
+    a = a
+        .annotation("summary", summary)
+        .annotation("hint", &i.hint)
+        .annotation(
+            "runbook_url",
+            format!("{runbook_base}#{}", name.to_ascii_lowercase()),
+        )
+        .annotation(
+            "incident_url",
+            format!("{api_base}/api/v1/incidents/{}", rec.id),
+        );
+    if let Some(m) = &i.message {
+        a = a.annotation("description", m);
+    }
+    if let Some(f) = &i.python_frame {
+        a = a.annotation("failing_line", f);
+    }
+    if let Some(x) = &i.assertion {
+        let at = i
+            .kernel_file
+            .as_deref()
+            .map(|k| format!(" at {k}"))
+            .unwrap_or_default();
+        a = a.annotation("assertion", format!("{x}{at}"));
+    }
+    if let Some(r) = &rec.repro {
+        let outcome = r
+            .get("outcome")
+            .and_then(|v| v.as_str())
+            .unwrap_or("unknown");
+        let line = r
+            .get("python_frame")
+            .and_then(|v| v.as_str())
+            .map(|f| format!(" at {f}"))
+            .unwrap_or_default();
+        a = a.annotation("repro", format!("{outcome}{line}"));
+    }
+    a = a.generator_url(format!("{api_base}/api/v1/incidents/{}", rec.id));
+    let key = format!(
+        "{name}|{}|{}|{}|{gpu}|{}|{}",
+        i.kind.as_str(),
+        i.category,
+        i.blame.as_str(),
+        rec.namespace.as_deref().unwrap_or(""),
+        rec.pod.as_deref().unwrap_or("")
+    );
+    (key, a)
+}
+
+/// The push client's configuration from ours.
+pub fn client_config(c: &AlertmanagerConfig) -> assertwatch_alertmanager::AlertmanagerConfig {
+    let mut out = assertwatch_alertmanager::AlertmanagerConfig {
+        urls: c.urls.clone(),
+        timeout: c.timeout,
+        resend_interval: c.resend_interval,
+        resolve_after: c.resolve_after,
+        queue_capacity: c.queue_capacity,
+        ..Default::default()
+    };
+    out.auth = match &c.auth {
+        AlertAuth::None => Auth::None,
+        AlertAuth::Basic { username, password } => Auth::Basic {
+            username: username.clone(),
+            password: password.clone(),
+        },
+        AlertAuth::Bearer { token } => Auth::Bearer {
+            token: token.clone(),
+        },
+    };
+    if c.tls_ca_file.is_some() || c.tls_cert_file.is_some() || c.tls_insecure_skip_verify {
+        out.tls = Some(TlsConfig {
+            ca_file: c.tls_ca_file.clone(),
+            cert_file: c.tls_cert_file.clone(),
+            key_file: c.tls_key_file.clone(),
+            insecure_skip_verify: c.tls_insecure_skip_verify,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_kind_and_blame() {
+        assert_eq!(
+            alert_name(Kind::DeviceAssert, Blame::Application, None),
+            "CudaDeviceSideAssert"
+        );
+        assert_eq!(
+            alert_name(Kind::Xid, Blame::Hardware, Some(79)),
+            "GpuXidHardware"
+        );
+        assert_eq!(
+            alert_name(Kind::Xid, Blame::Application, Some(13)),
+            "GpuXidApplication"
+        );
+        assert_eq!(
+            alert_name(Kind::Xid, Blame::Unknown, Some(95)),
+            "GpuXidHardware"
+        );
+    }
+}

@@ -218,6 +218,30 @@ async fn run(
         None => (None, None),
     };
 
+    // Reproduction: replays run on their own task; results come back to the pipeline.
+    let (repro_tx, repro_done_rx) = if cfg.repro.enabled {
+        let m = assertwatch_repro::Metrics::from_handles(
+            metrics.repro_runs.clone(),
+            metrics.repro_duration.clone(),
+            &metrics.registry,
+        )
+        .context("registering reproduction metrics")?;
+        let runner = crate::actions::repro::runner(&cfg.repro, &cfg.state_dir, m)
+            .map_err(|e| anyhow::anyhow!("repro.modes: {e}"))?;
+        let (jtx, jrx) = mpsc::channel(crate::actions::repro::QUEUE);
+        let (dtx, drx) = mpsc::channel(16);
+        tokio::spawn(crate::actions::repro::run(
+            runner,
+            cfg.repro.max_concurrent as usize,
+            jrx,
+            dtx,
+        ));
+        (Some(jtx), Some(drx))
+    } else {
+        (None, None)
+    };
+    let mut repro_done_rx = repro_done_rx;
+
     // The pipeline task owns detection and incident state; see incidents::pipeline.
     let heartbeat = Arc::new(AtomicU64::new(0));
     let (drain_tx, mut drain_rx) = tokio::sync::oneshot::channel::<()>();
@@ -230,6 +254,9 @@ async fn run(
             Some(acks),
         )
         .with_gpus(gpu_snapshot.clone());
+        if let Some(tx) = repro_tx {
+            p = p.with_repro(tx);
+        }
         if let (Some(h), Some(am)) = (&notifier, &cfg.alertmanager) {
             let host = if cfg.listen.ip().is_unspecified() {
                 cfg.node_name.clone()
@@ -276,6 +303,7 @@ async fn run(
                         Some(g) => p.on_gpu(g),
                         None => gpu_open = false,
                     },
+                    Some(done) = async { match repro_done_rx.as_mut() { Some(r) => r.recv().await, None => std::future::pending().await } } => p.on_repro(done),
                     _ = tick.tick() => {
                         hb.fetch_add(1, Ordering::Relaxed);
                         p.tick();

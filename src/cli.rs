@@ -66,6 +66,18 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = FormatArg::Text)]
         format: FormatArg,
     },
+    /// Replay one saved step by hand, through the same runner the daemon uses, and print the result.
+    Replay {
+        #[arg(long)]
+        manifest: PathBuf,
+        #[arg(long, value_enum, default_value_t = ModeArg::Cpu)]
+        mode: ModeArg,
+        /// Take limits, timeout and interpreter from this configuration's `repro:` section.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+        format: FormatArg,
+    },
     /// Show NVIDIA's catalog entry for an Xid and what to do about it.
     ExplainXid {
         xid: u32,
@@ -85,6 +97,13 @@ pub enum StreamArg {
     Auto,
     TrainingLog,
     KernelLog,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ModeArg {
+    SyncGpu,
+    Cpu,
+    Sanitizer,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -124,6 +143,12 @@ pub fn run(cli: Cli) -> ExitCode {
             timeout,
             format,
         } => cmd_probe(gpu, timeout, format),
+        Command::Replay {
+            manifest,
+            mode,
+            config,
+            format,
+        } => cmd_replay(&manifest, mode, config, format),
     }
 }
 
@@ -316,5 +341,74 @@ fn cmd_probe(gpu: u32, timeout: std::time::Duration, format: FormatArg) -> ExitC
             eprintln!("assertwatch: probe of GPU {gpu} failed: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+fn cmd_replay(
+    manifest: &std::path::Path,
+    mode: ModeArg,
+    cfg: Option<PathBuf>,
+    format: FormatArg,
+) -> ExitCode {
+    let cfg = match cfg
+        .as_deref()
+        .map(config::load)
+        .unwrap_or_else(config::default_config)
+    {
+        Ok(c) => c,
+        Err(e) => {
+            print_config_error(&e);
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let mut repro = cfg.repro.clone();
+    repro.enabled = true;
+    let metrics = match assertwatch_repro::Metrics::new(&prometheus::Registry::new()) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("assertwatch: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let runner = match crate::actions::repro::runner(&repro, &cfg.state_dir, metrics) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("assertwatch: repro.modes: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let mode = match mode {
+        ModeArg::SyncGpu => assertwatch_repro::Mode::SyncGpu,
+        ModeArg::Cpu => assertwatch_repro::Mode::Cpu,
+        ModeArg::Sanitizer => assertwatch_repro::Mode::Sanitizer,
+    };
+    let r = runner.replay_manifest(manifest, mode);
+    let value = serde_json::to_value(&r).unwrap_or_default();
+    match format {
+        FormatArg::Jsonl => println!("{value}"),
+        FormatArg::Text => {
+            println!("outcome:    {}", value["outcome"].as_str().unwrap_or("?"));
+            if let Some(reason) = value["reason"].as_str() {
+                println!("reason:     {reason}");
+            }
+            if let Some(f) = &r.python_frame {
+                println!("failing at: {f}");
+            }
+            if let Some(e) = value.get("exception").filter(|e| !e.is_null()) {
+                println!(
+                    "exception:  {}: {}",
+                    e["type"].as_str().unwrap_or("?"),
+                    e["message"].as_str().unwrap_or("")
+                );
+            }
+            if let Some(k) = value.get("kernel_assertion").filter(|k| !k.is_null()) {
+                println!("kernel:     {k}");
+            }
+            println!("duration:   {:.1} s", r.duration.as_secs_f64());
+        }
+    }
+    match value["outcome"].as_str() {
+        Some("harness_error") => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
     }
 }

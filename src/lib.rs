@@ -15,6 +15,7 @@
 //! - [`incidents`]: the grouping engine (a plain struct, shared by `scan` and the daemon).
 //! - [`scan`]: the one-shot command; [`app`]: the daemon.
 
+pub mod actions;
 pub mod app;
 pub mod cli;
 pub mod config;

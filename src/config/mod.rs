@@ -82,7 +82,9 @@ pub struct ReproConfig {
     pub timeout: Duration,
     pub max_per_hour: u32,
     pub max_concurrent: u32,
-    pub python: String,
+    /// Interpreter that replaces `{python}` in a manifest's argv; `None`: the job's own.
+    pub python: Option<PathBuf>,
+    pub allow_root_jobs: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -62,6 +62,9 @@ pub struct RawRepro {
     pub max_per_hour: Option<u32>,
     pub max_concurrent: Option<u32>,
     pub python: Option<String>,
+    /// Replay jobs whose debug state is owned by root (uid 0). Off by default: a replay then
+    /// runs as root. Only for single-user machines and tests.
+    pub allow_root_jobs: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

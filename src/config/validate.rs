@@ -137,13 +137,26 @@ fn dur(iss: &mut Issues<'_>, path: &str, v: &Option<String>, default: Duration) 
     }
 }
 
+/// Resolves `p` against the config file's directory, then the working directory, so every path
+/// the daemon hands on (to the tailer, the store, replay children with another working
+/// directory) is absolute.
 fn resolve(base: &Path, p: &str) -> PathBuf {
     let pb = PathBuf::from(p);
-    if pb.is_absolute() || base.as_os_str().is_empty() {
+    let joined = if pb.is_absolute() || base.as_os_str().is_empty() {
         pb
     } else {
         base.join(pb)
+    };
+    if joined.is_absolute() {
+        return joined;
     }
+    let abs = std::env::current_dir()
+        .map(|d| d.join(&joined))
+        .unwrap_or(joined);
+    // Drop `.` components so paths read cleanly in the API and logs.
+    abs.components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect()
 }
 
 fn resolve_glob(base: &Path, p: &str) -> String {
@@ -290,6 +303,7 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
         max_per_hour: None,
         max_concurrent: None,
         python: None,
+        allow_root_jobs: None,
     });
     let modes = if r.modes.is_empty() {
         vec!["sync-gpu".into(), "cpu".into()]
@@ -316,7 +330,8 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
         ),
         max_per_hour: r.max_per_hour.unwrap_or(10),
         max_concurrent: r.max_concurrent.unwrap_or(1).max(1),
-        python: r.python.unwrap_or_else(|| "python3".into()),
+        python: r.python.as_deref().map(|p| resolve(base, p)),
+        allow_root_jobs: r.allow_root_jobs.unwrap_or(false),
     };
 
     let alertmanager = raw.alertmanager.map(|a| {

@@ -78,6 +78,14 @@ pub struct Pipeline {
     /// Xid incidents blamed on hardware or driver whose GPU should be probed (index).
     pub probe_requests: Vec<u32>,
     alerts: Option<AlertSink>,
+    /// Where replay requests go (bounded; full → the incident gets `skipped`/`queue_full`).
+    repro: Option<tokio::sync::mpsc::Sender<crate::actions::repro::Job>>,
+    /// Dedup keys of incidents waiting for a replay result (bounded by the replay queue and limits).
+    awaiting_repro: HashMap<i64, String>,
+    /// When a Xid that calls for draining the GPU was last seen (replays then skip GPU modes).
+    last_drain_xid: Option<Instant>,
+    /// Finished replay results by incident id, so later updates of the incident keep them.
+    repro_done: HashMap<i64, serde_json::Value>,
 }
 
 /// The Alertmanager push handle and what the alerts need.
@@ -148,6 +156,10 @@ impl Pipeline {
             last_kernel_line: 0,
             probe_requests: Vec::new(),
             alerts: None,
+            repro: None,
+            awaiting_repro: HashMap::new(),
+            last_drain_xid: None,
+            repro_done: HashMap::new(),
         }
     }
 
@@ -159,6 +171,82 @@ impl Pipeline {
     pub fn with_gpus(mut self, rx: watch::Receiver<Arc<assertwatch_gpu::GpuSnapshot>>) -> Self {
         self.gpus = Some(rx);
         self
+    }
+
+    /// Requests replays of job failures through `tx`.
+    pub fn with_repro(mut self, tx: tokio::sync::mpsc::Sender<crate::actions::repro::Job>) -> Self {
+        self.repro = Some(tx);
+        self
+    }
+
+    fn request_repro(&mut self, id: i64, dedup: &str, rec: &IncidentRecord) {
+        use crate::actions::repro::Job;
+        let Some(tx) = &self.repro else { return };
+        if !matches!(rec.incident.kind, Kind::DeviceAssert | Kind::CudaError)
+            || rec.source.get("path").is_none()
+        {
+            return;
+        }
+        let mut req =
+            assertwatch_repro::ReproRequest::new(id.to_string(), std::time::SystemTime::now());
+        req.log_path = rec
+            .source
+            .get("path")
+            .and_then(|p| p.as_str())
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| PathBuf::from(p)));
+        req.pid = rec.incident.pid;
+        req.category = rec.incident.category.clone();
+        req.gpu_unhealthy = self
+            .last_drain_xid
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(3600));
+        match tx.try_send(Job {
+            incident_id: id,
+            request: req,
+        }) {
+            Ok(()) => {
+                self.awaiting_repro.insert(id, dedup.to_owned());
+            }
+            Err(_) => {
+                self.metrics
+                    .repro_runs
+                    .with_label_values(&["none", "skipped"])
+                    .inc();
+                let mut r = rec.clone();
+                r.repro = Some(serde_json::json!({ "outcome": "skipped", "reason": "queue_full" }));
+                let _ = self.store.put(dedup, now_ms(), &r);
+            }
+        }
+    }
+
+    /// Attaches a finished replay to its incident (store, API, page, alert annotation).
+    pub fn on_repro(&mut self, done: crate::actions::repro::Done) {
+        let Some(dedup) = self.awaiting_repro.remove(&done.incident_id) else {
+            return;
+        };
+        let Ok(Some(mut rec)) = self.store.get(done.incident_id) else {
+            return;
+        };
+        rec.repro = serde_json::to_value(&done.result).ok();
+        if let Some(v) = &rec.repro {
+            if self.repro_done.len() >= 1024 {
+                self.repro_done.clear();
+            }
+            self.repro_done.insert(done.incident_id, v.clone());
+        }
+        if let Some(f) = &done.result.python_frame {
+            // The replay's line is the real one; the traceback's was asynchronous.
+            rec.incident.hint = format!(
+                "{} Replay located the failing line: {f}.",
+                rec.incident.hint
+            );
+        }
+        match self.store.put(&dedup, now_ms(), &rec) {
+            Ok(_) => self.alert(&rec),
+            Err(e) => {
+                self.metrics.store_errors.with_label_values(&["put"]).inc();
+                tracing::warn!(error = %format!("{e:#}"), "Could not store a reproduction result.");
+            }
+        }
     }
 
     /// Sends every incident to Alertmanager through `sink`.
@@ -666,6 +754,9 @@ impl Pipeline {
                     .last_xid
                     .with_label_values(&[&index, &uuid, &pci])
                     .set(i64::from(x));
+                if xid_catalog::needs_drain(x) {
+                    self.last_drain_xid = Some(Instant::now());
+                }
                 if matches!(xid_catalog::blame(x), Blame::Hardware | Blame::Driver) {
                     if let Some(g) = &gpu {
                         self.probe_requests.push(g.index);
@@ -731,6 +822,9 @@ impl Pipeline {
         {
             rec.incident.blame = Blame::Application;
         }
+        if let Some(v) = id_known.and_then(|id| self.repro_done.get(&id)) {
+            rec.repro = Some(v.clone());
+        }
         if !self.retry.is_empty() {
             self.retry_writes();
         }
@@ -741,6 +835,9 @@ impl Pipeline {
                 shown.id = id;
                 shown.time = crate::incidents::store::rfc3339_ms(created);
                 self.alert(&shown);
+                if u.first {
+                    self.request_repro(id, &dedup, &shown);
+                }
                 if u.first {
                     self.correlate(id, &rec, u.key);
                 }

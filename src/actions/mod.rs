@@ -1,0 +1,3 @@
+//! Actions: what the daemon does about an incident beyond reporting it.
+
+pub mod repro;

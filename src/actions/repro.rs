@@ -1,0 +1,76 @@
+//! Reproduction: from an incident to a synchronous replay of the failing step, and back.
+//!
+//! The replay itself — manifest validation, the ladder of modes, process isolation, limits —
+//! lives in the `assertwatch-repro` crate; this module adapts the daemon's configuration to it,
+//! runs requests on their own task behind a small bounded queue (a full queue answers
+//! `skipped`/`queue_full` at once), and hands results back to the pipeline.
+
+use crate::config::ReproConfig as OurConfig;
+use assertwatch_repro::{Metrics, Mode, ReproConfig, ReproRequest, ReproResult, ReproRunner};
+use std::path::Path;
+use tokio::sync::mpsc;
+
+/// Requests waiting for a replay slot; beyond this they are answered `skipped`/`queue_full`.
+pub const QUEUE: usize = 16;
+
+/// A replay to run for the incident stored under `incident_id`.
+#[derive(Debug)]
+pub struct Job {
+    pub incident_id: i64,
+    pub request: ReproRequest,
+}
+
+/// A finished replay for the pipeline to attach.
+#[derive(Debug)]
+pub struct Done {
+    pub incident_id: i64,
+    pub result: ReproResult,
+}
+
+/// Builds the runner from the daemon's configuration.
+pub fn runner(cfg: &OurConfig, state_dir: &Path, metrics: Metrics) -> Result<ReproRunner, String> {
+    let mut rc = ReproConfig::new(state_dir.join("repro"));
+    rc.enabled = cfg.enabled;
+    rc.roots = cfg.roots.clone();
+    rc.modes = cfg
+        .modes
+        .iter()
+        .map(|m| m.parse::<Mode>())
+        .collect::<Result<_, _>>()?;
+    rc.timeout = cfg.timeout;
+    rc.max_per_hour = cfg.max_per_hour;
+    rc.max_concurrent = cfg.max_concurrent as usize;
+    rc.python = cfg.python.clone();
+    rc.allow_root_jobs = cfg.allow_root_jobs;
+    Ok(ReproRunner::new(rc, metrics))
+}
+
+/// Runs replay jobs, at most `max_concurrent` at a time: later requests wait in the bounded
+/// queue rather than being answered `busy`. The runner still enforces its per-GPU, per-job and
+/// per-hour limits. Each result is sent back.
+pub async fn run(
+    runner: ReproRunner,
+    max_concurrent: usize,
+    mut jobs: mpsc::Receiver<Job>,
+    done: mpsc::Sender<Done>,
+) {
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(max_concurrent.max(1)));
+    while let Some(job) = jobs.recv().await {
+        let Ok(permit) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let r = runner.clone();
+        let done = done.clone();
+        tokio::spawn(async move {
+            let result = r.run_for(job.request).await;
+            drop(permit);
+            tracing::info!(incident = job.incident_id, outcome = ?result.outcome, frame = ?result.python_frame, "Reproduction finished.");
+            let _ = done
+                .send(Done {
+                    incident_id: job.incident_id,
+                    result,
+                })
+                .await;
+        });
+    }
+}

@@ -26,9 +26,11 @@ const GATE_LITERALS: &[&str] = &[
     "device-side assert",
     "CUDA error",
     "CUDA Error",
-    "cuda runtime error",
+    // Old THC wording "cuda runtime error (N) : …"; keyed on "runtime error (" so the gate does not
+    // share a prefix with the ubiquitous lowercase "cuda" of ordinary lines ("device cuda:0").
+    "runtime error (",
     "CUDA_ERROR_",
-    "cudaError",
+    "ErrorAssert",
     "CUBLAS_STATUS_",
     "CUDNN_STATUS_",
     "out of memory",

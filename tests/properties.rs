@@ -52,6 +52,8 @@ struct Feed {
     read_size: usize,
     /// Bytes returned by each `read` of the underlying reader.
     step: usize,
+    /// Lines taken off the engine's line windows (`gap_lines`, `traceback_attach_lines`).
+    shrink: u64,
 }
 
 #[derive(Debug, PartialEq)]
@@ -96,7 +98,12 @@ fn scan(input: &[u8], feed: Feed) -> ScanResult {
     let max_line = feed.max_line.max(1);
     let read_size = feed.read_size.max(4096);
     let mut sc = StreamScanner::new(feed.format, feed.max_line, 1);
-    let mut engine = Engine::new(EngineConfig::default());
+    let defaults = EngineConfig::default();
+    let mut engine = Engine::new(EngineConfig {
+        gap_lines: defaults.gap_lines - feed.shrink,
+        traceback_attach_lines: defaults.traceback_attach_lines - feed.shrink,
+        ..defaults
+    });
     let mut findings = Vec::new();
     let mut incidents = Vec::new();
     let mut next = 0u64;
@@ -158,6 +165,10 @@ fn scan(input: &[u8], feed: Feed) -> ScanResult {
 }
 
 fn scan_default(input: &[u8], format: Format) -> ScanResult {
+    scan_shrunk(input, format, 0)
+}
+
+fn scan_shrunk(input: &[u8], format: Format, shrink: u64) -> ScanResult {
     scan(
         input,
         Feed {
@@ -165,6 +176,7 @@ fn scan_default(input: &[u8], format: Format) -> ScanResult {
             max_line: 1 << 20,
             read_size: 1 << 20,
             step: usize::MAX,
+            shrink,
         },
     )
 }
@@ -380,8 +392,7 @@ fn plain_bytes(lines: &[String]) -> Vec<u8> {
     out
 }
 
-/// Up to two lines to split, each at up to two points: at most four extra physical lines, so
-/// the engine's line windows (6 lines from a traceback's last frame to its headline) still hold.
+/// Up to two lines to split, each at up to two points: at most four extra physical records.
 fn split_plan() -> impl Strategy<Value = Vec<(usize, Vec<usize>)>> {
     proptest::collection::vec(
         (
@@ -413,6 +424,14 @@ fn check_wrapping(lines: &[String], how: Wrap, plan: &[(usize, Vec<usize>)]) {
         .map(|(i, c)| (i % lines.len(), c.clone()))
         .collect();
     let (bytes, first) = wrap(lines, how, &plan);
+    // The engine's line windows count physical records, and splitting adds `extra` of them
+    // (see `every_block_survives_every_line_split`). Where the plain text sits within `extra`
+    // lines of a window's edge, so that windows `extra` lines shorter change its incidents, the
+    // split records may rightly group differently: compare only away from the edges.
+    let extra = count_lines(&bytes) - lines.len() as u64;
+    if extra > 0 && scan_shrunk(&plain_bytes(lines), Format::Auto, extra) != plain {
+        return;
+    }
     let got = scan_default(&bytes, Format::Auto);
     assert_eq!(
         classify(&got.incidents, None),
@@ -435,7 +454,7 @@ fn check_wrapping(lines: &[String], how: Wrap, plan: &[(usize, Vec<usize>)]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(48), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(96), ..ProptestConfig::default() })]
 
     #[test]
     fn cri_wrapping_keeps_incidents(lines in log_lines(), plan in split_plan()) {
@@ -560,7 +579,7 @@ fn any_format() -> impl Strategy<Value = Format> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(160), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(256), ..ProptestConfig::default() })]
 
     #[test]
     fn hostile_bytes_never_panic_and_stay_bounded(
@@ -569,7 +588,7 @@ proptest! {
         max_line in 1usize..600,
         step in 1usize..5000,
     ) {
-        scan(&input, Feed { format, max_line, read_size: 4096, step });
+        scan(&input, Feed { format, max_line, read_size: 4096, step, shrink: 0 });
     }
 }
 
@@ -589,7 +608,7 @@ fn mixed() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(64), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(128), ..ProptestConfig::default() })]
 
     #[test]
     fn any_read_size_gives_the_same_result(
@@ -599,9 +618,11 @@ proptest! {
         small in 1usize..200,
         medium in 200usize..9000,
     ) {
-        let whole = scan(&input, Feed { format, max_line, read_size: 1 << 20, step: usize::MAX });
+        let whole = scan(&input, Feed {
+            format, max_line, read_size: 1 << 20, step: usize::MAX, shrink: 0,
+        });
         for (read_size, step) in [(4096, small), (4096, medium), (65536, medium)] {
-            let got = scan(&input, Feed { format, max_line, read_size, step });
+            let got = scan(&input, Feed { format, max_line, read_size, step, shrink: 0 });
             prop_assert_eq!(&got, &whole, "read_size {} step {}", read_size, step);
         }
     }

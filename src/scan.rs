@@ -112,7 +112,6 @@ fn scan_one(
             Err(e) => return Err(e).context("reading input"),
         };
         sc.feed(&chunk, det, 0, &mut findings);
-        drop(chunk);
         for f in findings.drain(..) {
             engine.observe(stream, f);
         }

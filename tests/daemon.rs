@@ -2,6 +2,9 @@
 //! errors, a full state disk, reload and shutdown. Each test runs `assertwatch run` in a temp dir
 //! and talks to it over HTTP only.
 
+// Tests start the real binary and real servers; the ban on Command::new guards the daemon's code.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::{assert_block, ordinary, Daemon};

@@ -2,6 +2,9 @@
 //! this test runs), Prometheus (scraping the daemon, queried over its HTTP API) and promtool
 //! (linting the exposition). Under `CI=true` a missing program fails the test.
 
+// Tests start the real binary and real servers; the ban on Command::new guards the daemon's code.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::{assert_block, ordinary, Daemon};

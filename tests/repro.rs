@@ -4,6 +4,9 @@
 //! planted line and the explicit CPU error. Needs Python with torch (fails under `CI=true` if
 //! missing).
 
+// Tests start the real binary and real servers; the ban on Command::new guards the daemon's code.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use common::{ordinary, Daemon};

@@ -4,6 +4,9 @@
 //! yield nothing. The test prints recall per kind, precision on the negatives and category
 //! accuracy, and requires all of them to be 100% on this corpus.
 
+// Tests start the real binary and real servers; the ban on Command::new guards the daemon's code.
+#![allow(clippy::disallowed_methods)]
+
 mod common;
 
 use serde_json::Value;

@@ -90,21 +90,13 @@ pub fn category(xid: u32) -> String {
 }
 
 fn slug(s: &str) -> String {
-    let mut out = String::new();
-    let mut words = 0;
-    for w in s
+    let words: Vec<String> = s
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| !w.is_empty())
-    {
-        if words == 5 {
-            break;
-        }
-        if !out.is_empty() {
-            out.push('_');
-        }
-        out.push_str(&w.to_ascii_lowercase());
-        words += 1;
-    }
+        .take(5)
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let mut out = words.join("_");
     if out.is_empty() {
         out.push_str("unknown");
     }

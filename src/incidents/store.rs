@@ -323,7 +323,7 @@ mod tests {
                 ..Default::default()
             })
             .unwrap();
-        assert_eq!(all.iter().map(|r| r.time.clone()).count(), 3);
+        assert_eq!(all.len(), 3);
         assert!(all[0].time > all[2].time);
         assert!(all[0].incident.excerpt.is_empty());
         let oom = s

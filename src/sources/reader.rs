@@ -186,7 +186,7 @@ mod tests {
     #[test]
     fn long_line_is_cut_and_rest_skipped() {
         let mut input = b"a\n".to_vec();
-        input.extend(std::iter::repeat(b'x').take(100_000));
+        input.extend(std::iter::repeat_n(b'x', 100_000));
         input.extend(b"\nb\n");
         let (lines, t) = collect(&input, 1000, 4096);
         assert_eq!(t, 1);

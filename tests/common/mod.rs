@@ -1,5 +1,7 @@
 //! Shared helpers for integration tests: the real binary, temp dirs, the corpus, required tools.
 
+// Tests start the real binary and real servers; the ban on Command::new guards the daemon's code.
+#![allow(clippy::disallowed_methods)]
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

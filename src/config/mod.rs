@@ -52,6 +52,8 @@ pub struct LogSource {
     pub paths: Vec<String>,
     pub exclude: Vec<String>,
     pub format: Format,
+    /// Incidents per minute from this source before further ones are folded into a count.
+    pub max_incidents_per_minute: Option<u32>,
 }
 
 #[derive(Debug, Clone)]

@@ -32,6 +32,8 @@ pub struct RawLogSource {
     #[serde(default)]
     pub exclude: Vec<String>,
     pub format: Option<String>,
+    /// Overrides `incidents.max_per_minute` for this source.
+    pub max_incidents_per_minute: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]

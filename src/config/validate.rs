@@ -244,6 +244,7 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
             paths: l.paths.iter().map(|g| resolve_glob(base, g)).collect(),
             exclude: l.exclude.iter().map(|g| resolve_glob(base, g)).collect(),
             format,
+            max_incidents_per_minute: l.max_incidents_per_minute,
         });
     }
 

@@ -61,6 +61,8 @@ pub struct Pipeline {
     recent: VecDeque<Recent>,
     related: HashMap<i64, Vec<i64>>,
     max_per_minute: u32,
+    /// Per-source overrides of `max_per_minute`, by source name.
+    source_limits: HashMap<String, u32>,
     correlation_ms: i64,
     started: Instant,
     /// Chunk arrival times by stream, for detection latency of the next incident there.
@@ -144,6 +146,7 @@ impl Pipeline {
             recent: VecDeque::new(),
             related: HashMap::new(),
             max_per_minute: cfg.retention.max_per_minute,
+            source_limits: cfg.logs.iter().filter_map(|l| l.max_incidents_per_minute.map(|m| (l.name.clone(), m))).collect(),
             correlation_ms: i64::try_from(cfg.retention.correlation_window.as_millis())
                 .unwrap_or(120_000),
             started: Instant::now(),
@@ -717,7 +720,8 @@ impl Pipeline {
                 *e = (now, 0);
             }
             e.1 += 1;
-            if e.1 > self.max_per_minute {
+            let limit = self.source_limits.get(&source_name).copied().unwrap_or(self.max_per_minute);
+            if e.1 > limit {
                 self.metrics
                     .suppressed
                     .with_label_values(&["rate_limit"])

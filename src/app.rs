@@ -118,6 +118,7 @@ async fn run(
         .with_context(|| format!("creating state_dir {}", cfg.state_dir.display()))?;
     let store = Arc::new(Store::open(&cfg.state_dir).context("opening the incident store")?);
     let metrics = Metrics::new();
+    metrics.set_max_series(cfg.max_series_per_family);
     let det = Arc::new(
         DetectorSet::new(cfg.rules.clone(), cfg.detect_options()).context("building detectors")?,
     );
@@ -345,7 +346,20 @@ async fn run(
         })
     };
 
+    // The API and page carry incident excerpts (user data): on a non-loopback address they are
+    // served only behind basic auth, or when explicitly exposed.
+    let authenticated = match &web_config {
+        Some(w) => assertwatch_web::load_web_config(w)
+            .map(|c| !c.basic_auth_users.is_empty())
+            .unwrap_or(false),
+        None => false,
+    };
+    let api_open = cfg.listen.ip().is_loopback() || authenticated || cfg.expose_api;
+    if !api_open {
+        tracing::info!(listen = %cfg.listen, "The incidents API and page are off on this non-loopback address (no basic auth configured); /metrics and health endpoints are served.");
+    }
     let http_state = HttpState {
+        api_open,
         metrics: metrics.clone(),
         store: store.clone(),
         readiness: readiness.clone(),
@@ -378,6 +392,16 @@ async fn run(
     });
     drop(latch);
     metrics.up.set(1);
+    if let Some(user) = &cfg.run_as {
+        // Everything that needs root is open now (the listener, the kernel log once its source is
+        // ready); give the state dir to the user and drop to it.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !readiness.is_ready() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        crate::privilege::drop_to(user, &cfg.state_dir).context("dropping privileges (run_as)")?;
+        tracing::info!(user = %user.name, uid = user.uid, gid = user.gid, "Dropped privileges.");
+    }
     tracing::info!(listen = %cfg.listen, state_dir = %cfg.state_dir.display(), logs = cfg.logs.len(), kernel_log = cfg.kernel_log.is_some(), node = %cfg.node_name, "assertwatch started.");
 
     // systemd: READY=1 once every source has started, then watchdog pings while the pipeline lives.

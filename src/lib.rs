@@ -26,6 +26,7 @@ pub mod incidents;
 pub mod lifecycle;
 pub mod metrics;
 pub mod model;
+pub mod privilege;
 pub mod scan;
 pub mod sinks;
 pub mod sources;

@@ -157,6 +157,17 @@ pub struct Config {
     pub engine: EngineConfig,
     pub retention: RetentionConfig,
     pub tailing: TailingConfig,
+    pub expose_api: bool,
+    pub max_series_per_family: usize,
+    pub run_as: Option<RunAs>,
+}
+
+/// The identity the daemon drops to (`run_as`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunAs {
+    pub uid: u32,
+    pub gid: u32,
+    pub name: String,
 }
 
 /// Parses and validates a configuration text. `source_name` names it in messages; relative

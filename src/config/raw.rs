@@ -21,6 +21,24 @@ pub struct RawConfig {
     pub detection: Option<RawDetection>,
     pub incidents: Option<RawIncidents>,
     pub tailing: Option<RawTailing>,
+    pub http: Option<RawHttp>,
+    pub limits: Option<RawLimits>,
+    /// Drop to this user (`name` or `uid:gid`) once the kernel log and the listener are open.
+    pub run_as: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHttp {
+    /// Serve the incidents API and page on a non-loopback address without basic auth.
+    pub expose_api: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLimits {
+    /// Series per metric family whose label values come from log text (Xid numbers, bus ids).
+    pub max_series_per_family: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]

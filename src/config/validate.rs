@@ -171,6 +171,37 @@ fn valid_snake(s: &str) -> bool {
         && s.as_bytes()[0].is_ascii_lowercase()
 }
 
+/// Resolves `name` or `uid:gid` to numeric ids (names through the system user database).
+fn resolve_user(spec: &str) -> Result<RunAs, String> {
+    if let Some((u, g)) = spec.split_once(':') {
+        let uid = u
+            .parse()
+            .map_err(|_| format!("{spec:?}: write a user name or uid:gid"))?;
+        let gid = g
+            .parse()
+            .map_err(|_| format!("{spec:?}: write a user name or uid:gid"))?;
+        return Ok(RunAs {
+            uid,
+            gid,
+            name: spec.to_owned(),
+        });
+    }
+    let c = std::ffi::CString::new(spec).map_err(|_| format!("{spec:?} is not a user name"))?;
+    // SAFETY: getpwnam returns a pointer into static storage or null; fields are read at once,
+    // during validation, before any other thread of ours calls getpw*.
+    let pw = unsafe { libc::getpwnam(c.as_ptr()) };
+    if pw.is_null() {
+        return Err(format!("no user {spec:?} on this system"));
+    }
+    // SAFETY: pw is non-null and points to a valid passwd record (see above).
+    let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
+    Ok(RunAs {
+        uid,
+        gid,
+        name: spec.to_owned(),
+    })
+}
+
 pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<ConfigIssue>> {
     let mut iss = Issues {
         text,
@@ -617,10 +648,31 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
         iss.add("tailing.max_open_files", "must be at least 1");
     }
 
+    let max_series_per_family = raw
+        .limits
+        .and_then(|l| l.max_series_per_family)
+        .unwrap_or(500);
+    if max_series_per_family == 0 {
+        iss.add("limits.max_series_per_family", "must be at least 1");
+    }
+    let run_as = match raw.run_as.as_deref() {
+        None => None,
+        Some(spec) => match resolve_user(spec) {
+            Ok(r) => Some(r),
+            Err(m) => {
+                iss.add("run_as", m);
+                None
+            }
+        },
+    };
+
     if !iss.list.is_empty() {
         return Err(iss.list);
     }
     Ok(Config {
+        expose_api: raw.http.and_then(|h| h.expose_api).unwrap_or(false),
+        max_series_per_family,
+        run_as,
         listen,
         state_dir,
         node_name,

@@ -23,8 +23,21 @@ pub struct HttpState {
     pub store: Arc<Store>,
     pub readiness: Readiness,
     pub node: String,
-    /// Extra text appended to `/metrics` (the GPU collector renders through the registry).
+    /// GPU rows for the page, from the latest snapshot.
     pub gpu_summary: Arc<dyn Fn() -> Vec<page::GpuRow> + Send + Sync>,
+    /// Serve the incidents API and the page. False on a non-loopback address without basic
+    /// auth unless `http.expose_api` is set: incident excerpts can contain user data.
+    pub api_open: bool,
+}
+
+const API_CLOSED: &str = "The incidents API and page are not served on a non-loopback address without authentication: add basic_auth_users to the web config (--web.config.file), or set http.expose_api: true.";
+
+fn closed() -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        Json(serde_json::json!({ "error": API_CLOSED })),
+    )
+        .into_response()
 }
 
 pub use page::GpuRow;
@@ -76,6 +89,9 @@ fn bad_request(msg: String) -> Response {
 }
 
 async fn list(State(s): State<HttpState>, Query(q): Query<ListQuery>) -> Response {
+    if !s.api_open {
+        return closed();
+    }
     let since_ms = match q.since.as_deref() {
         None => None,
         Some(t) => {
@@ -108,6 +124,9 @@ async fn list(State(s): State<HttpState>, Query(q): Query<ListQuery>) -> Respons
 }
 
 async fn one(State(s): State<HttpState>, Path(id): Path<String>) -> Response {
+    if !s.api_open {
+        return closed();
+    }
     let Ok(id) = id.parse::<i64>() else {
         return bad_request(format!("{id:?} is not an incident id"));
     };
@@ -125,6 +144,9 @@ async fn one(State(s): State<HttpState>, Path(id): Path<String>) -> Response {
 }
 
 async fn index(State(s): State<HttpState>) -> Response {
+    if !s.api_open {
+        return closed();
+    }
     let store = s.store.clone();
     let recent = tokio::task::spawn_blocking(move || {
         store.list(&ListFilter {

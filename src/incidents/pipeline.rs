@@ -146,7 +146,11 @@ impl Pipeline {
             recent: VecDeque::new(),
             related: HashMap::new(),
             max_per_minute: cfg.retention.max_per_minute,
-            source_limits: cfg.logs.iter().filter_map(|l| l.max_incidents_per_minute.map(|m| (l.name.clone(), m))).collect(),
+            source_limits: cfg
+                .logs
+                .iter()
+                .filter_map(|l| l.max_incidents_per_minute.map(|m| (l.name.clone(), m)))
+                .collect(),
             correlation_ms: i64::try_from(cfg.retention.correlation_window.as_millis())
                 .unwrap_or(120_000),
             started: Instant::now(),
@@ -720,7 +724,11 @@ impl Pipeline {
                 *e = (now, 0);
             }
             e.1 += 1;
-            let limit = self.source_limits.get(&source_name).copied().unwrap_or(self.max_per_minute);
+            let limit = self
+                .source_limits
+                .get(&source_name)
+                .copied()
+                .unwrap_or(self.max_per_minute);
             if e.1 > limit {
                 self.metrics
                     .suppressed
@@ -729,10 +737,15 @@ impl Pipeline {
                 self.suppressed_keys.insert(u.key);
                 return;
             }
-            self.metrics
-                .incidents
-                .with_label_values(&[inc.kind.as_str(), &inc.category, inc.blame.as_str()])
-                .inc();
+            if self.metrics.admit(
+                "assertwatch_incidents_total",
+                &[inc.kind.as_str(), &inc.category, inc.blame.as_str()],
+            ) {
+                self.metrics
+                    .incidents
+                    .with_label_values(&[inc.kind.as_str(), &inc.category, inc.blame.as_str()])
+                    .inc();
+            }
             if let Some(t) = self.arrived.get(&u.stream) {
                 self.metrics
                     .detection_latency
@@ -750,14 +763,25 @@ impl Pipeline {
                         inc.pci.clone().unwrap_or_default(),
                     ),
                 };
-                self.metrics
-                    .xid_errors
-                    .with_label_values(&[&index, &uuid, &pci, &x.to_string()])
-                    .inc();
-                self.metrics
-                    .last_xid
-                    .with_label_values(&[&index, &uuid, &pci])
-                    .set(i64::from(x));
+                let xs = x.to_string();
+                if self
+                    .metrics
+                    .admit("assertwatch_xid_errors_total", &[&index, &uuid, &pci, &xs])
+                {
+                    self.metrics
+                        .xid_errors
+                        .with_label_values(&[&index, &uuid, &pci, &xs])
+                        .inc();
+                }
+                if self
+                    .metrics
+                    .admit("assertwatch_gpu_last_xid", &[&index, &uuid, &pci])
+                {
+                    self.metrics
+                        .last_xid
+                        .with_label_values(&[&index, &uuid, &pci])
+                        .set(i64::from(x));
+                }
                 if xid_catalog::needs_drain(x) {
                     self.last_drain_xid = Some(Instant::now());
                 }

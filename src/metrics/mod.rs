@@ -36,6 +36,21 @@ pub struct Metrics {
     pub last_xid: IntGaugeVec,
     pub repro_runs: IntCounterVec,
     pub repro_duration: HistogramVec,
+    pub series_dropped: IntCounterVec,
+    guard: SeriesGuard,
+}
+
+/// Bounds the series of families whose label values come from log text (a forged kernel line can
+/// carry any Xid number or bus id): past `max` distinct label sets per family, new ones are not
+/// created and `assertwatch_metric_series_dropped_total{family}` counts them.
+#[derive(Clone)]
+struct SeriesGuard {
+    max: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    seen: std::sync::Arc<
+        std::sync::Mutex<
+            std::collections::HashMap<&'static str, std::collections::HashSet<Vec<String>>>,
+        >,
+    >,
 }
 
 fn counter_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -226,8 +241,44 @@ impl Metrics {
                 &["mode", "outcome"],
             ),
             repro_duration,
+            series_dropped: counter_vec(
+                &r,
+                "assertwatch_metric_series_dropped_total",
+                "Label sets not created because their family reached limits.max_series_per_family.",
+                &["family"],
+            ),
+            guard: SeriesGuard {
+                max: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(500)),
+                seen: Default::default(),
+            },
             registry: r,
         }
+    }
+
+    /// Sets the per-family series bound (from `limits.max_series_per_family`).
+    pub fn set_max_series(&self, max: usize) {
+        self.guard
+            .max
+            .store(max.max(1), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// May `family` get a series with `labels`? False (and counted) past the bound.
+    pub fn admit(&self, family: &'static str, labels: &[&str]) -> bool {
+        let max = self.guard.max.load(std::sync::atomic::Ordering::Relaxed);
+        let Ok(mut seen) = self.guard.seen.lock() else {
+            return false;
+        };
+        let set = seen.entry(family).or_default();
+        let key: Vec<String> = labels.iter().map(|s| (*s).to_owned()).collect();
+        if set.contains(&key) {
+            return true;
+        }
+        if set.len() >= max {
+            self.series_dropped.with_label_values(&[family]).inc();
+            return false;
+        }
+        set.insert(key);
+        true
     }
 
     /// Renders the registry in the Prometheus text format.

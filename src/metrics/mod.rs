@@ -40,17 +40,16 @@ pub struct Metrics {
     guard: SeriesGuard,
 }
 
+/// Label sets seen per family.
+type SeenSeries = std::collections::HashMap<&'static str, std::collections::HashSet<Vec<String>>>;
+
 /// Bounds the series of families whose label values come from log text (a forged kernel line can
 /// carry any Xid number or bus id): past `max` distinct label sets per family, new ones are not
 /// created and `assertwatch_metric_series_dropped_total{family}` counts them.
 #[derive(Clone)]
 struct SeriesGuard {
     max: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    seen: std::sync::Arc<
-        std::sync::Mutex<
-            std::collections::HashMap<&'static str, std::collections::HashSet<Vec<String>>>,
-        >,
-    >,
+    seen: std::sync::Arc<std::sync::Mutex<SeenSeries>>,
 }
 
 fn counter_vec(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {

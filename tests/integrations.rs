@@ -118,7 +118,7 @@ fn alertmanager_receives_fires_and_resolves_even_when_started_late() {
     let cfg = format!(
         "listen: \"127.0.0.1:{{port}}\"\nstate_dir: ./state\nnode_name: gpu-node-7\nlogs:\n  - name: jobs\n    paths: [\"./logs/pods/*/*/*.log\"]\ngpu:\n  backend: none\n\
          incidents:\n  quiet_period: 300ms\ntailing:\n  rescan_interval: 200ms\n\
-         alertmanager:\n  url: \"http://127.0.0.1:{am_port}\"\n  resend_interval: 1s\n  resolve_after: 3s\n"
+         alertmanager:\n  url: \"http://127.0.0.1:{am_port}\"\n  resend_interval: 1s\n  resolve_after: 10s\n"
     );
     // Alertmanager is not running yet: the alert must wait and arrive once it is up.
     let d = Daemon::start(dir, &cfg);
@@ -157,7 +157,7 @@ fn alertmanager_receives_fires_and_resolves_even_when_started_late() {
         .ends_with("#cudadevicesideassert"));
     // No new activity: the daemon resolves the alert after resolve_after.
     assert!(
-        wait(20, || !alerts_with(
+        wait(40, || !alerts_with(
             &got,
             "resolved",
             "CudaDeviceSideAssert"

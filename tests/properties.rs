@@ -438,9 +438,8 @@ fn check_wrapping(lines: &[String], how: Wrap, plan: &[(usize, Vec<usize>)]) {
         classify(&plain.incidents, None),
         "{how:?} split {plan:?}"
     );
+    // The wrapped line numbers are the plain ones mapped to each line's first record.
     let want_mapped = classify(&plain.incidents, Some(&first));
-    // Map the wrapped incident's physical lines back through the same table by construction:
-    // compare the wrapped numbers with the plain numbers mapped forward.
     let got_lines: Vec<Option<(u64, u64)>> = got
         .incidents
         .iter()

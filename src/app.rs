@@ -168,9 +168,11 @@ async fn run(
     tcfg.max_line_bytes = cfg.max_line_bytes;
     tcfg.start_at_end = cfg.tailing.start_at_end;
     tcfg.checkpoint_interval = cfg.tailing.checkpoint_interval;
+    tcfg.poll_interval = cfg.tailing.poll_interval;
     let tailer = Tailer::new(tcfg).context("starting the log tailer")?;
     let acks = tailer.ack_handle();
-    let (tail_tx, mut tail_rx) = mpsc::channel(64);
+    // Each event holds at most read_bytes_per_pass of data, so this bounds the bytes in flight.
+    let (tail_tx, mut tail_rx) = mpsc::channel(8);
     let (kern_tx, mut kern_rx) = mpsc::channel::<kreader::KernelBatch>(16);
     let sources_stop = shutdown.child_token();
     let tail_task = {

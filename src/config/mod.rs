@@ -129,6 +129,7 @@ pub struct TailingConfig {
     pub checkpoint_interval: Duration,
     pub read_bytes_per_pass: usize,
     pub start_at_end: bool,
+    pub poll_interval: Duration,
 }
 
 #[derive(Debug, Clone)]

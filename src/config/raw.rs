@@ -153,4 +153,6 @@ pub struct RawTailing {
     pub read_bytes_per_pass: Option<serde_yaml::Value>,
     /// `beginning` (default) or `end`: where to start in a file seen for the first time.
     pub start_at: Option<String>,
+    /// How often idle files are checked for growth when no inotify event arrives.
+    pub poll_interval: Option<String>,
 }

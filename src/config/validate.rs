@@ -613,6 +613,7 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
         checkpoint_interval: None,
         read_bytes_per_pass: None,
         start_at: None,
+        poll_interval: None,
     });
     let tailing = TailingConfig {
         rescan_interval: dur(
@@ -628,8 +629,14 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
             &t.checkpoint_interval,
             Duration::from_secs(1),
         ),
+        poll_interval: dur(
+            &mut iss,
+            "tailing.poll_interval",
+            &t.poll_interval,
+            Duration::from_secs(1),
+        ),
         read_bytes_per_pass: match &t.read_bytes_per_pass {
-            None => 1 << 20,
+            None => 256 << 10,
             Some(v) => parse_size(v).unwrap_or_else(|m| {
                 iss.add("tailing.read_bytes_per_pass", m);
                 1 << 20

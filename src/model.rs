@@ -99,8 +99,12 @@ pub enum StreamKind {
 /// One piece of evidence found on one line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
-    /// 1-based line number within the stream.
+    /// 1-based line number within the stream (physical: what people and editors count).
     pub line: u64,
+    /// Logical position within the stream: like `line`, but a record split by a container runtime
+    /// (CRI `P`, Docker's 16 KiB pieces) counts once. Grouping windows measure in these, so a
+    /// wrapped log groups exactly like the plain one.
+    pub seq: u64,
     /// Byte offset of the line's start in its source, where the source has offsets.
     pub offset: Option<u64>,
     /// Milliseconds on the caller's clock when the line was read (0 in one-shot scans).

@@ -52,8 +52,6 @@ struct Feed {
     read_size: usize,
     /// Bytes returned by each `read` of the underlying reader.
     step: usize,
-    /// Lines taken off the engine's line windows (`gap_lines`, `traceback_attach_lines`).
-    shrink: u64,
 }
 
 #[derive(Debug, PartialEq)]
@@ -98,12 +96,7 @@ fn scan(input: &[u8], feed: Feed) -> ScanResult {
     let max_line = feed.max_line.max(1);
     let read_size = feed.read_size.max(4096);
     let mut sc = StreamScanner::new(feed.format, feed.max_line, 1);
-    let defaults = EngineConfig::default();
-    let mut engine = Engine::new(EngineConfig {
-        gap_lines: defaults.gap_lines - feed.shrink,
-        traceback_attach_lines: defaults.traceback_attach_lines - feed.shrink,
-        ..defaults
-    });
+    let mut engine = Engine::new(EngineConfig::default());
     let mut findings = Vec::new();
     let mut incidents = Vec::new();
     let mut next = 0u64;
@@ -165,10 +158,6 @@ fn scan(input: &[u8], feed: Feed) -> ScanResult {
 }
 
 fn scan_default(input: &[u8], format: Format) -> ScanResult {
-    scan_shrunk(input, format, 0)
-}
-
-fn scan_shrunk(input: &[u8], format: Format, shrink: u64) -> ScanResult {
     scan(
         input,
         Feed {
@@ -176,7 +165,6 @@ fn scan_shrunk(input: &[u8], format: Format, shrink: u64) -> ScanResult {
             max_line: 1 << 20,
             read_size: 1 << 20,
             step: usize::MAX,
-            shrink,
         },
     )
 }
@@ -424,14 +412,7 @@ fn check_wrapping(lines: &[String], how: Wrap, plan: &[(usize, Vec<usize>)]) {
         .map(|(i, c)| (i % lines.len(), c.clone()))
         .collect();
     let (bytes, first) = wrap(lines, how, &plan);
-    // The engine's line windows count physical records, and splitting adds `extra` of them
-    // (see `every_block_survives_every_line_split`). Where the plain text sits within `extra`
-    // lines of a window's edge, so that windows `extra` lines shorter change its incidents, the
-    // split records may rightly group differently: compare only away from the edges.
-    let extra = count_lines(&bytes) - lines.len() as u64;
-    if extra > 0 && scan_shrunk(&plain_bytes(lines), Format::Auto, extra) != plain {
-        return;
-    }
+    // The engine's windows count logical lines, so split records group exactly like plain text.
     let got = scan_default(&bytes, Format::Auto);
     assert_eq!(
         classify(&got.incidents, None),
@@ -523,12 +504,11 @@ fn every_block_survives_wrapping() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Every line of every block split in two. Known to fail: the engine's line windows
-/// (`traceback_attach_lines`, `gap_lines`) count physical records, not logical lines, so a
-/// traceback whose headline is 5 lines after its last frame loses `python_frame` when the
-/// records in between are split. Run with `--ignored` to see the list.
+/// Every line of every block split in two: the engine's windows (`traceback_attach_lines`,
+/// `gap_lines`) count logical lines, so a traceback whose headline is 5 lines after its last frame
+/// keeps its `python_frame` however the records in between are split. (Found by this test when
+/// the windows counted physical records.)
 #[test]
-#[ignore = "engine line windows count physical records; see docs/fuzzing.md"]
 fn every_block_survives_every_line_split() {
     let failures = wrap_every_block(|lines| {
         (0..lines.len())
@@ -587,7 +567,7 @@ proptest! {
         max_line in 1usize..600,
         step in 1usize..5000,
     ) {
-        scan(&input, Feed { format, max_line, read_size: 4096, step, shrink: 0 });
+        scan(&input, Feed { format, max_line, read_size: 4096, step });
     }
 }
 
@@ -618,7 +598,7 @@ proptest! {
         medium in 200usize..9000,
     ) {
         let whole = scan(&input, Feed {
-            format, max_line, read_size: 1 << 20, step: usize::MAX, shrink: 0,
+            format, max_line, read_size: 1 << 20, step: usize::MAX,
         });
         for (read_size, step) in [(4096, small), (4096, medium), (65536, medium)] {
             let got = scan(&input, Feed { format, max_line, read_size, step, shrink: 0 });

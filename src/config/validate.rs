@@ -35,7 +35,9 @@ pub fn locate(text: &str, path: &str) -> Option<usize> {
             None => segs.push((part.to_owned(), None)),
         }
     }
-    let lines: Vec<&str> = text.lines().collect();
+    // Count line breaks the way the YAML parser does (CR LF, LF, or a bare CR), so both agree.
+    let normalized = text.replace("\r\n", "\n").replace('\r', "\n");
+    let lines: Vec<&str> = normalized.lines().collect();
     let mut i = 0usize;
     let mut min_indent = 0usize;
     let mut found = None;
@@ -739,6 +741,12 @@ mod tests {
                 ("incidents.quiet_period", Some(3))
             ]
         );
+    }
+
+    #[test]
+    fn line_numbers_agree_with_the_yaml_parser_on_bare_cr() {
+        let i = issues("listen: \"127.0.0.1:1\"\rincidents:\r  quiet_period: soon\r");
+        assert_eq!(i[0].line, Some(3), "{i:?}");
     }
 
     #[test]

@@ -97,6 +97,10 @@ pub fn parse_fallen_off_bus(line: &str) -> Option<Evidence> {
 /// Accepts NVML's `00000000:3B:00.0` as well as the driver's `0000:3b:00`.
 pub fn normalize_bus(s: &str) -> String {
     let s = s.trim().to_ascii_lowercase();
+    if !s.is_ascii() {
+        // Not a bus id from the driver (those are hex); compare it as written.
+        return s;
+    }
     let s = match s.rsplit_once('.') {
         Some((head, f)) if f.len() == 1 => head.to_owned(),
         _ => s,
@@ -170,5 +174,7 @@ mod tests {
         assert!(!same_bus("0000:01:00", "0000:02:00.0"));
         assert!(same_bus("00000000:3B:00.0", "0000:3b:00"));
         assert_eq!(normalize_bus("00000009:01:00.0"), "0009:01:00");
+        // Found by fuzzing: a non-ASCII id (e.g. from a fake GPU script) must not panic.
+        assert!(!same_bus("é000:01:00", "0000:01:00"));
     }
 }

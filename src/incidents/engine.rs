@@ -79,6 +79,8 @@ struct Open {
     key: u64,
     stream: u64,
     inc: Incident,
+    /// Logical position of the incident's last evidence (windows are measured in these).
+    last_seq: u64,
     last_at_ms: u64,
     headline_rule: Option<String>,
     reported: bool,
@@ -89,6 +91,7 @@ struct PendingTraceback {
     start_line: Option<u64>,
     start_offset: Option<u64>,
     last_line: u64,
+    last_seq: u64,
     frames: VecDeque<(String, u32, bool)>,
     lines: VecDeque<String>,
 }
@@ -98,7 +101,7 @@ struct StreamState {
     open: Option<Open>,
     xids: Vec<Open>,
     tb: PendingTraceback,
-    mention: Option<(String, u64)>,
+    mention: Option<(String, u64, u64)>,
     identities: BTreeMap<String, String>,
 }
 
@@ -131,7 +134,7 @@ impl Engine {
 
     /// Folds one finding of `stream` into the incidents.
     pub fn observe(&mut self, stream: u64, f: Finding) {
-        self.expire(stream, f.line, f.at_ms);
+        self.expire(stream, f.seq, f.at_ms);
         let cfg = self.cfg.clone();
         let st = self.streams.entry(stream).or_default();
         match &f.evidence {
@@ -140,6 +143,7 @@ impl Engine {
                     start_line: Some(f.line),
                     start_offset: f.offset,
                     last_line: f.line,
+                    last_seq: f.seq,
                     ..Default::default()
                 };
                 st.tb
@@ -157,6 +161,7 @@ impl Engine {
                     st.tb.start_offset = f.offset;
                 }
                 st.tb.last_line = f.line;
+                st.tb.last_seq = f.seq;
                 if st.tb.frames.len() == cfg.max_frames {
                     st.tb.frames.pop_front();
                 }
@@ -200,6 +205,7 @@ impl Engine {
                         key,
                         stream,
                         inc,
+                        last_seq: f.seq,
                         last_at_ms: f.at_ms,
                         headline_rule: None,
                         reported: false,
@@ -223,7 +229,7 @@ impl Engine {
                     if o.inc.message.is_none() {
                         o.inc.message = Some(truncate_utf8(f.text.trim(), cfg.excerpt_line_bytes));
                     }
-                    attach_traceback(&mut st.tb, o, f.line, &cfg);
+                    attach_traceback(&mut st.tb, o, f.seq, &cfg);
                     self.dirty.push(o.key);
                 }
             }
@@ -249,6 +255,7 @@ impl Engine {
                         key,
                         stream,
                         inc,
+                        last_seq: f.seq,
                         last_at_ms: f.at_ms,
                         headline_rule: None,
                         reported: false,
@@ -269,7 +276,7 @@ impl Engine {
                         o.inc.blame = *blame;
                         o.inc.hint = hint.clone();
                     }
-                    attach_traceback(&mut st.tb, o, f.line, &cfg);
+                    attach_traceback(&mut st.tb, o, f.seq, &cfg);
                     self.dirty.push(o.key);
                 }
             }
@@ -320,6 +327,7 @@ impl Engine {
                             key,
                             stream,
                             inc,
+                            last_seq: f.seq,
                             last_at_ms: f.at_ms,
                             headline_rule: None,
                             reported: false,
@@ -332,8 +340,8 @@ impl Engine {
                 let pci = pci.clone().or_else(|| {
                     st.mention
                         .as_ref()
-                        .filter(|(_, l)| f.line <= l + 4)
-                        .map(|(p, _)| p.clone())
+                        .filter(|(_, _, q)| f.seq <= q + 4)
+                        .map(|(p, _, _)| p.clone())
                 });
                 let existing = st.xids.iter_mut().find(|o| {
                     o.inc.xid == Some(79)
@@ -359,7 +367,7 @@ impl Engine {
                         .and_then(|p| lookup_identity(&st.identities, p));
                     inc.pci = pci;
                     inc.message = Some(truncate_utf8(f.text.trim(), cfg.excerpt_line_bytes));
-                    if let Some((_, l)) = st.mention.take() {
+                    if let Some((_, l, _)) = st.mention.take() {
                         inc.first_line = inc.first_line.min(l);
                     }
                     let key = self.next_key;
@@ -372,6 +380,7 @@ impl Engine {
                         key,
                         stream,
                         inc,
+                        last_seq: f.seq,
                         last_at_ms: f.at_ms,
                         headline_rule: None,
                         reported: false,
@@ -397,19 +406,19 @@ impl Engine {
                 }
             }
             Evidence::GpuMention { pci } => {
-                st.mention = Some((pci.clone(), f.line));
+                st.mention = Some((pci.clone(), f.line, f.seq));
             }
         }
     }
 
     /// Closes incidents of `stream` that `line`/`at_ms` puts past their windows.
-    fn expire(&mut self, stream: u64, line: u64, at_ms: u64) {
+    fn expire(&mut self, stream: u64, seq: u64, at_ms: u64) {
         let cfg = &self.cfg;
         let Some(st) = self.streams.get_mut(&stream) else {
             return;
         };
         if let Some(o) = &st.open {
-            let by_lines = line > o.inc.last_line + cfg.gap_lines;
+            let by_lines = seq > o.last_seq + cfg.gap_lines;
             let by_time =
                 cfg.quiet_ms > 0 && at_ms > 0 && at_ms.saturating_sub(o.last_at_ms) > cfg.quiet_ms;
             if by_lines || by_time {
@@ -421,7 +430,7 @@ impl Engine {
         let mut i = 0;
         while i < st.xids.len() {
             let o = &st.xids[i];
-            let by_lines = line > o.inc.last_line + cfg.xid_gap_lines;
+            let by_lines = seq > o.last_seq + cfg.xid_gap_lines;
             let by_time = at_ms > 0 && at_ms.saturating_sub(o.last_at_ms) > cfg.xid_window_ms;
             if by_lines || by_time {
                 let o = st.xids.remove(i);
@@ -430,7 +439,7 @@ impl Engine {
                 i += 1;
             }
         }
-        if st.tb.start_line.is_some() && line > st.tb.last_line + cfg.gap_lines {
+        if st.tb.start_line.is_some() && seq > st.tb.last_seq + cfg.gap_lines {
             st.tb = PendingTraceback::default();
         }
     }
@@ -603,6 +612,7 @@ fn new_incident(
 fn extend(o: &mut Open, f: &Finding, cfg: &EngineConfig) {
     o.inc.evidence_lines += 1;
     o.inc.last_line = o.inc.last_line.max(f.line);
+    o.last_seq = o.last_seq.max(f.seq);
     o.last_at_ms = o.last_at_ms.max(f.at_ms);
     push_excerpt(&mut o.inc, &f.text, cfg);
 }
@@ -655,13 +665,10 @@ fn add_site(
     }
 }
 
-/// Gives the incident the traceback that ended just before `line`, if there is one.
-fn attach_traceback(tb: &mut PendingTraceback, o: &mut Open, line: u64, cfg: &EngineConfig) {
+/// Gives the incident the traceback that ended just before logical position `seq`, if any.
+fn attach_traceback(tb: &mut PendingTraceback, o: &mut Open, seq: u64, cfg: &EngineConfig) {
     let Some(start) = tb.start_line else { return };
-    if tb.frames.is_empty()
-        || line > tb.last_line + cfg.traceback_attach_lines
-        || line < tb.last_line
-    {
+    if tb.frames.is_empty() || seq > tb.last_seq + cfg.traceback_attach_lines || seq < tb.last_seq {
         return;
     }
     if let Some((file, l, _)) = tb.frames.iter().rev().find(|(_, _, user)| *user) {
@@ -698,6 +705,7 @@ mod tests {
                     0,
                     Finding {
                         line: i as u64 + 1,
+                        seq: i as u64 + 1,
                         offset: None,
                         at_ms: 0,
                         text: l.into(),
@@ -788,6 +796,7 @@ For debugging consider passing CUDA_LAUNCH_BLOCKING=1.
             1,
             Finding {
                 line: 1,
+                seq: 1,
                 offset: Some(0),
                 at_ms: 1_000,
                 text: l.into(),

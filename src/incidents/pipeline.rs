@@ -359,6 +359,7 @@ impl Pipeline {
             KERNEL_STREAM,
             Finding {
                 line,
+                seq: line,
                 offset: None,
                 at_ms: at,
                 text: String::new(),
@@ -370,6 +371,7 @@ impl Pipeline {
             KERNEL_STREAM,
             vec![Finding {
                 line,
+                seq: line,
                 offset: Some(when_ms),
                 at_ms: at,
                 text,
@@ -554,6 +556,7 @@ impl Pipeline {
             if let Some(ev) = self.det.inspect(&l.text) {
                 findings.push(Finding {
                     line: l.line,
+                    seq: l.line,
                     offset: Some(l.pos),
                     at_ms: at,
                     text: l.text,

@@ -30,6 +30,9 @@ pub struct StreamScanner {
     follow: u32,
     /// Offset of the first line that is still being skipped as over-long, if any.
     long_line_counted_at: Option<u64>,
+    /// Physical lines folded into a later logical line (CRI/Docker partials, kmsg continuations):
+    /// `lines - joined` is the logical position the grouping windows use.
+    joined: u64,
     stats: ScanStats,
 }
 
@@ -41,6 +44,7 @@ impl StreamScanner {
             lines: first_line.saturating_sub(1),
             follow: 0,
             long_line_counted_at: None,
+            joined: 0,
             stats: ScanStats::default(),
         }
     }
@@ -90,7 +94,8 @@ impl StreamScanner {
     /// Flushes partial records buffered by the decoder (end of input).
     pub fn finish(&mut self, det: &DetectorSet, at_ms: u64, out: &mut Vec<Finding>) {
         for l in self.decoder.finish() {
-            self.inspect(&l.text, l.first_line, l.offset, det, at_ms, out, true);
+            let seq = self.lines.saturating_sub(self.joined) + 1;
+            self.inspect(&l.text, l.first_line, seq, l.offset, det, at_ms, out, true);
         }
     }
 
@@ -140,8 +145,12 @@ impl StreamScanner {
         } else {
             raw
         };
-        if let Some(l) = self.decoder.push(raw, line_no, offset) {
-            self.inspect(&l.text, l.first_line, l.offset, det, at_ms, out, false);
+        match self.decoder.push(raw, line_no, offset) {
+            Some(l) => {
+                let seq = line_no - self.joined;
+                self.inspect(&l.text, l.first_line, seq, l.offset, det, at_ms, out, false);
+            }
+            None => self.joined += 1,
         }
     }
 
@@ -150,6 +159,7 @@ impl StreamScanner {
         &mut self,
         text: &str,
         line_no: u64,
+        seq: u64,
         offset: u64,
         det: &DetectorSet,
         at_ms: u64,
@@ -168,6 +178,7 @@ impl StreamScanner {
         if let Some(ev) = det.inspect(text) {
             out.push(Finding {
                 line: line_no,
+                seq,
                 offset: Some(offset),
                 at_ms,
                 text: text.to_owned(),
@@ -201,9 +212,11 @@ impl StreamScanner {
                 raw = &raw[..self.max_line];
             }
             let text = String::from_utf8_lossy(raw);
+            let seq = line_no - self.joined;
             self.inspect(
                 &text,
                 line_no,
+                seq,
                 chunk.offset + ls as u64,
                 det,
                 at_ms,

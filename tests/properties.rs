@@ -601,7 +601,7 @@ proptest! {
             format, max_line, read_size: 1 << 20, step: usize::MAX,
         });
         for (read_size, step) in [(4096, small), (4096, medium), (65536, medium)] {
-            let got = scan(&input, Feed { format, max_line, read_size, step, shrink: 0 });
+            let got = scan(&input, Feed { format, max_line, read_size, step });
             prop_assert_eq!(&got, &whole, "read_size {} step {}", read_size, step);
         }
     }

@@ -48,6 +48,29 @@ RuntimeError: CUDA error: device-side assert triggered
 CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
 ";
 
+/// Runs the example job with the label bug planted at step 5 on the CPU; it records its debug
+/// state under `dbg` and dies at the bad step.
+fn run_example_job(dbg: &Path, log: &Path) {
+    let out = Command::new("python3")
+        .arg(repo().join("python/examples/tiny_train.py"))
+        .args([
+            "--bug",
+            "label",
+            "--bad-step",
+            "5",
+            "--device",
+            "cpu",
+            "--state-dir",
+        ])
+        .arg(dbg)
+        .arg("--log-file")
+        .arg(log)
+        .current_dir(repo().join("python"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the planted bug should end the job");
+}
+
 fn config(dbg: &Path) -> String {
     format!(
         "listen: \"127.0.0.1:{{port}}\"\nstate_dir: ./state\nlogs:\n  - name: jobs\n    paths: [\"./logs/*.log\"]\ngpu:\n  backend: none\nincidents:\n  quiet_period: 300ms\n\
@@ -66,24 +89,7 @@ fn daemon_replays_the_flagged_step_and_names_the_planted_line() {
     std::fs::create_dir_all(dir.join("logs")).unwrap();
     let dbg = dir.join("dbg");
     let log = dir.join("logs/train.log");
-    let st = Command::new("python3")
-        .arg(repo().join("python/examples/tiny_train.py"))
-        .args([
-            "--bug",
-            "label",
-            "--bad-step",
-            "5",
-            "--device",
-            "cpu",
-            "--state-dir",
-        ])
-        .arg(&dbg)
-        .arg("--log-file")
-        .arg(&log)
-        .current_dir(repo().join("python"))
-        .output()
-        .unwrap();
-    assert!(!st.status.success(), "the planted bug should end the job");
+    run_example_job(&dbg, &log);
     // On a GPU the job would have printed this instead of the CPU's explicit error.
     let mut f = std::fs::OpenOptions::new()
         .append(true)
@@ -158,23 +164,7 @@ fn a_forged_assert_flood_starts_at_most_the_rate_limit_of_replays() {
     std::fs::create_dir_all(dir.join("logs")).unwrap();
     let dbg = dir.join("dbg");
     let log = dir.join("logs/train.log");
-    let _ = Command::new("python3")
-        .arg(repo().join("python/examples/tiny_train.py"))
-        .args([
-            "--bug",
-            "label",
-            "--bad-step",
-            "5",
-            "--device",
-            "cpu",
-            "--state-dir",
-        ])
-        .arg(&dbg)
-        .arg("--log-file")
-        .arg(&log)
-        .current_dir(repo().join("python"))
-        .output()
-        .unwrap();
+    run_example_job(&dbg, &log);
     let d = Daemon::start(dir, &config(&dbg));
     // 100 forged failures within a second, each its own incident.
     let mut text = String::new();

@@ -199,17 +199,8 @@ impl Engine {
                         hint,
                         &cfg,
                     );
-                    let key = self.next_key;
-                    self.next_key += 1;
-                    if let Some(old) = st.open.replace(Open {
-                        key,
-                        stream,
-                        inc,
-                        last_seq: f.seq,
-                        last_at_ms: f.at_ms,
-                        headline_rule: None,
-                        reported: false,
-                    }) {
+                    let o = fresh(&mut self.next_key, stream, inc, &f);
+                    if let Some(old) = st.open.replace(o) {
                         self.done.push(close(old));
                     }
                 } else if let Some(o) = st.open.as_mut() {
@@ -249,17 +240,8 @@ impl Engine {
                 });
                 if !joins {
                     let inc = new_incident(&f, *kind, category, *blame, hint, &cfg);
-                    let key = self.next_key;
-                    self.next_key += 1;
-                    if let Some(old) = st.open.replace(Open {
-                        key,
-                        stream,
-                        inc,
-                        last_seq: f.seq,
-                        last_at_ms: f.at_ms,
-                        headline_rule: None,
-                        reported: false,
-                    }) {
+                    let o = fresh(&mut self.next_key, stream, inc, &f);
+                    if let Some(old) = st.open.replace(o) {
                         self.done.push(close(old));
                     }
                 } else if let Some(o) = st.open.as_mut() {
@@ -317,22 +299,9 @@ impl Engine {
                         inc.gpu_uuid = pci
                             .as_ref()
                             .and_then(|p| lookup_identity(&st.identities, p));
-                        let key = self.next_key;
-                        self.next_key += 1;
-                        if st.xids.len() >= cfg.max_open_xid {
-                            let old = st.xids.remove(0);
-                            self.done.push(close(old));
-                        }
-                        st.xids.push(Open {
-                            key,
-                            stream,
-                            inc,
-                            last_seq: f.seq,
-                            last_at_ms: f.at_ms,
-                            headline_rule: None,
-                            reported: false,
-                        });
-                        self.dirty.push(key);
+                        let o = fresh(&mut self.next_key, stream, inc, &f);
+                        self.dirty.push(o.key);
+                        push_xid(&mut st.xids, o, cfg.max_open_xid, &mut self.done);
                     }
                 }
             }
@@ -370,22 +339,9 @@ impl Engine {
                     if let Some((_, l, _)) = st.mention.take() {
                         inc.first_line = inc.first_line.min(l);
                     }
-                    let key = self.next_key;
-                    self.next_key += 1;
-                    if st.xids.len() >= cfg.max_open_xid {
-                        let old = st.xids.remove(0);
-                        self.done.push(close(old));
-                    }
-                    st.xids.push(Open {
-                        key,
-                        stream,
-                        inc,
-                        last_seq: f.seq,
-                        last_at_ms: f.at_ms,
-                        headline_rule: None,
-                        reported: false,
-                    });
-                    self.dirty.push(key);
+                    let o = fresh(&mut self.next_key, stream, inc, &f);
+                    self.dirty.push(o.key);
+                    push_xid(&mut st.xids, o, cfg.max_open_xid, &mut self.done);
                 }
             }
             Evidence::GpuIdentity { pci, uuid } => {
@@ -555,6 +511,30 @@ impl Engine {
         out.append(&mut self.done);
         out
     }
+}
+
+/// A new open incident with the next key, starting at finding `f`.
+fn fresh(next_key: &mut u64, stream: u64, inc: Incident, f: &Finding) -> Open {
+    let key = *next_key;
+    *next_key += 1;
+    Open {
+        key,
+        stream,
+        inc,
+        last_seq: f.seq,
+        last_at_ms: f.at_ms,
+        headline_rule: None,
+        reported: false,
+    }
+}
+
+/// Adds an open Xid incident, closing the oldest when `max` are open.
+fn push_xid(xids: &mut Vec<Open>, o: Open, max: usize, done: &mut Vec<Update>) {
+    if xids.len() >= max {
+        let old = xids.remove(0);
+        done.push(close(old));
+    }
+    xids.push(o);
 }
 
 fn lookup_identity(ids: &BTreeMap<String, String>, pci: &str) -> Option<String> {

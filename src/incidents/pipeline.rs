@@ -297,8 +297,12 @@ impl Pipeline {
             .map(|g| g.id.clone())
     }
 
+    /// The kernel stream's context. Its dedup prefix names the kernel log's own stream (boot id or
+    /// file) as soon as one is known, whatever arrived first, so kmsg dedup keys are stable across
+    /// restarts; NVML-opened incidents are anchored on the event's time and text.
     fn kernel_ctx(&mut self, key: &str) {
-        self.streams
+        let ctx = self
+            .streams
             .entry(KERNEL_STREAM)
             .or_insert_with(|| StreamCtx {
                 source_name: "kernel".into(),
@@ -307,6 +311,9 @@ impl Pipeline {
                 scanner: StreamScanner::new(Format::Plain, 1 << 16, 1),
                 dedup_prefix: format!("k:{key}"),
             });
+        if key != "nvml" {
+            ctx.dedup_prefix = format!("k:{key}");
+        }
     }
 
     /// Handles an NVML event. Xids join the kernel-log stream of the engine under the kernel's
@@ -538,15 +545,10 @@ impl Pipeline {
         let at = self.clock_ms();
         self.metrics.kmsg_records.inc_by(b.records);
         self.metrics.kmsg_lost.inc_by(b.lost);
-        self.streams
-            .entry(KERNEL_STREAM)
-            .or_insert_with(|| StreamCtx {
-                source_name: "kernel".into(),
-                path: PathBuf::from("kernel"),
-                pod: None,
-                scanner: StreamScanner::new(Format::Plain, self.max_line, 1),
-                dedup_prefix: format!("k:{}", b.stream_key),
-            });
+        self.kernel_ctx(&b.stream_key);
+        if let Some(l) = b.lines.last() {
+            self.last_kernel_line = l.line;
+        }
         self.arrived.insert(KERNEL_STREAM, b.read_at);
         let mut findings = Vec::new();
         for l in b.lines {

@@ -376,3 +376,51 @@ fn sigterm_during_a_burst_persists_everything_and_exits_promptly() {
     let d = Daemon::start_with(dir, &config, port);
     wait_blocks(&d, &(1..=40).collect::<Vec<_>>());
 }
+
+#[test]
+fn systemd_notify_ready_then_watchdog_pings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    let sock_path = dir.join("notify.sock");
+    let sock = std::os::unix::net::UnixDatagram::bind(&sock_path).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let port = common::free_port();
+    let cfg = dir.join("config.yaml");
+    std::fs::write(&cfg, CONFIG.replace("{port}", &port.to_string())).unwrap();
+    let mut child = std::process::Command::new(common::bin())
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .current_dir(dir)
+        .env("NOTIFY_SOCKET", &sock_path)
+        .env("WATCHDOG_USEC", "200000")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while got
+        .iter()
+        .filter(|m: &&String| m.as_str() == "WATCHDOG=1")
+        .count()
+        < 2
+    {
+        let Ok(n) = sock.recv(&mut buf) else { break };
+        got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let n = sock
+        .recv(&mut buf)
+        .map(|n| String::from_utf8_lossy(&buf[..n]).into_owned());
+    let _ = child.wait();
+    assert_eq!(got.first().map(String::as_str), Some("READY=1"), "{got:?}");
+    assert!(
+        got.iter().filter(|m| m.as_str() == "WATCHDOG=1").count() >= 2,
+        "{got:?}"
+    );
+    assert_eq!(n.ok().as_deref(), Some("STOPPING=1"));
+}

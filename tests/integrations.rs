@@ -291,3 +291,55 @@ fn metrics_with_fake_gpus_pass_promtool_check() {
         "promtool findings:\n{findings}"
     );
 }
+
+#[test]
+fn the_same_xid_from_nvml_and_the_kernel_log_is_one_incident() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    // The shipped fake script with its Xid 79 on GPU 1 moved to 1 s (and the loss to 3 s).
+    let script = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("config/fake-gpus.yaml"),
+    )
+    .unwrap()
+    .replace(
+        "{ at: 20s, gpu: 1, xid: 79, pid: 4243 }",
+        "{ at: 1s, gpu: 1, xid: 79, pid: 4243 }",
+    )
+    .replace("lost_at: 25s", "lost_at: 3s");
+    std::fs::write(dir.join("fake.yaml"), script).unwrap();
+    // The driver's kernel-log line for the same event, bus id in the kernel's form.
+    std::fs::write(dir.join("kern.log"), "[ 20.1] NVRM: Xid (PCI:0000:2a:00): 79, pid=4243, name=python, GPU has fallen off the bus.\n").unwrap();
+    let d = Daemon::start(
+        dir,
+        "listen: \"127.0.0.1:{port}\"\nstate_dir: ./state\nlogs:\n  - name: jobs\n    paths: [\"./logs/*.log\"]\ngpu:\n  backend: fake\n  fake_file: ./fake.yaml\n  poll_interval: 200ms\nkernel_log:\n  path: ./kern.log\n",
+    );
+    assert!(
+        d.wait_for(15, |d| d.metric("assertwatch_gpu_lost", &[("gpu", "1")])
+            == 1.0),
+        "{}",
+        d.metrics()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let xids: Vec<_> = d
+        .incidents()
+        .into_iter()
+        .filter(|i| i["kind"] == "xid")
+        .collect();
+    assert_eq!(xids.len(), 1, "{xids:#?}");
+    let x = &xids[0];
+    assert_eq!(x["xid"], 79);
+    assert_eq!(x["gpu"]["index"], 1);
+    assert!(x["gpu"]["uuid"].as_str().unwrap().starts_with("GPU-"));
+    assert!(
+        x["evidence_lines"].as_u64().unwrap() >= 2,
+        "kernel line, NVML event and the loss fold into one: {x:#}"
+    );
+    assert_eq!(
+        d.metric(
+            "assertwatch_xid_errors_total",
+            &[("xid", "79"), ("gpu", "1")]
+        ),
+        1.0
+    );
+}

@@ -333,7 +333,7 @@ async fn run(
                             });
                         }
                         if last_prune.elapsed() > Duration::from_secs(60) {
-                            p.prune(retention.max_age, retention.max_count);
+                            p.prune(retention.max_age, retention.max_count, retention.max_store_bytes);
                             last_prune = tokio::time::Instant::now();
                         }
                         if last_kck.elapsed() >= checkpoint_every {

@@ -136,6 +136,7 @@ pub struct TailingConfig {
 pub struct RetentionConfig {
     pub max_age: Duration,
     pub max_count: u64,
+    pub max_store_bytes: u64,
     pub max_per_minute: u32,
     pub correlation_window: Duration,
 }

@@ -140,6 +140,8 @@ pub struct RawIncidents {
     pub excerpt_lines: Option<usize>,
     pub max_age: Option<String>,
     pub max_count: Option<u64>,
+    /// Bound on the store's live data; the oldest incidents go first.
+    pub max_store_bytes: Option<serde_yaml::Value>,
     /// At most this many incidents per source and minute; more are folded into a suppression count.
     pub max_per_minute: Option<u32>,
 }

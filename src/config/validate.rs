@@ -567,6 +567,7 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
         excerpt_lines: None,
         max_age: None,
         max_count: None,
+        max_store_bytes: None,
         max_per_minute: None,
     });
     let mut engine = EngineConfig::default();
@@ -600,6 +601,13 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
             Duration::from_secs(30 * 86_400),
         ),
         max_count: inc.max_count.unwrap_or(10_000),
+        max_store_bytes: match &inc.max_store_bytes {
+            None => 256 << 20,
+            Some(v) => parse_size(v).map(|n| n as u64).unwrap_or_else(|m| {
+                iss.add("incidents.max_store_bytes", m);
+                256 << 20
+            }),
+        },
         max_per_minute: inc.max_per_minute.unwrap_or(60),
         correlation_window: dur(
             &mut iss,

@@ -983,13 +983,25 @@ impl Pipeline {
         });
     }
 
-    pub fn prune(&self, max_age: Duration, max_count: u64) {
-        if let Err(e) = self.store.prune(now_ms(), max_age, max_count) {
-            self.metrics
-                .store_errors
-                .with_label_values(&["prune"])
-                .inc();
-            tracing::warn!(error = %format!("{e:#}"), "Pruning the incident store failed.");
+    pub fn prune(&self, max_age: Duration, max_count: u64, max_bytes: u64) {
+        match self.store.prune(now_ms(), max_age, max_count, max_bytes) {
+            Ok(p) => {
+                for (reason, n) in [("age", p.age), ("count", p.count), ("size", p.size)] {
+                    if n > 0 {
+                        self.metrics
+                            .store_pruned
+                            .with_label_values(&[reason])
+                            .inc_by(n as u64);
+                    }
+                }
+            }
+            Err(e) => {
+                self.metrics
+                    .store_errors
+                    .with_label_values(&["prune"])
+                    .inc();
+                tracing::warn!(error = %format!("{e:#}"), "Pruning the incident store failed.");
+            }
         }
     }
 }

@@ -207,25 +207,57 @@ impl Store {
         Ok(conn.query_row("SELECT COUNT(*) FROM incidents", [], |r| r.get::<_, i64>(0))? as u64)
     }
 
-    /// Deletes incidents older than `max_age` and beyond the newest `max_count`.
+    /// Deletes incidents older than `max_age`, beyond the newest `max_count`, and then the oldest
+    /// until the live data is under `max_bytes`. SQLite reuses freed pages, so the file stops
+    /// growing at about `max_bytes` (it is not shrunk). Returns the rows deleted per reason.
     pub fn prune(
         &self,
         now_ms: i64,
         max_age: Duration,
         max_count: u64,
-    ) -> Result<usize, StoreError> {
+        max_bytes: u64,
+    ) -> Result<Pruned, StoreError> {
         let conn = self.lock()?;
         let cutoff = now_ms - i64::try_from(max_age.as_millis()).unwrap_or(i64::MAX);
-        let a = conn.execute(
+        let age = conn.execute(
             "DELETE FROM incidents WHERE created_ms < ?1",
             params![cutoff],
         )?;
-        let b = conn.execute(
+        let count = conn.execute(
             "DELETE FROM incidents WHERE id NOT IN (SELECT id FROM incidents ORDER BY created_ms DESC, id DESC LIMIT ?1)",
             params![i64::try_from(max_count).unwrap_or(i64::MAX)],
         )?;
-        Ok(a + b)
+        let mut size = 0;
+        for _ in 0..32 {
+            let used: i64 = conn.query_row(
+                "SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count())",
+                [],
+                |r| r.get(0),
+            )?;
+            let page: i64 =
+                conn.query_row("SELECT page_size FROM pragma_page_size()", [], |r| r.get(0))?;
+            if u64::try_from(used.saturating_mul(page)).unwrap_or(0) <= max_bytes {
+                break;
+            }
+            let rows: i64 = conn.query_row("SELECT COUNT(*) FROM incidents", [], |r| r.get(0))?;
+            if rows == 0 {
+                break;
+            }
+            size += conn.execute(
+                "DELETE FROM incidents WHERE id IN (SELECT id FROM incidents ORDER BY created_ms ASC, id ASC LIMIT ?1)",
+                params![(rows / 10).max(1)],
+            )?;
+        }
+        Ok(Pruned { age, count, size })
     }
+}
+
+/// Rows deleted by one `prune`, per reason.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Pruned {
+    pub age: usize,
+    pub count: usize,
+    pub size: usize,
 }
 
 fn decode(id: i64, created_ms: i64, body: &str) -> Result<IncidentRecord, serde_json::Error> {
@@ -342,7 +374,33 @@ mod tests {
         for i in 0..10 {
             s.put(&format!("k{i}"), 1000 * i, &rec(Kind::Oom)).unwrap();
         }
-        s.prune(10_000, Duration::from_secs(5), 3).unwrap();
+        let p = s
+            .prune(10_000, Duration::from_secs(5), 3, u64::MAX)
+            .unwrap();
         assert_eq!(s.count().unwrap(), 3);
+        assert_eq!((p.age, p.count), (5, 2));
+    }
+
+    #[test]
+    fn prune_by_size_keeps_the_newest() {
+        let s = Store::in_memory().unwrap();
+        let mut r = rec(Kind::Oom);
+        r.incident.excerpt = vec!["x".repeat(4000); 10];
+        for i in 0..200 {
+            s.put(&format!("k{i}"), 1000 + i, &r).unwrap();
+        }
+        let p = s
+            .prune(10_000, Duration::from_secs(3600), 100_000, 1 << 20)
+            .unwrap();
+        assert!(p.size > 0);
+        let left = s.count().unwrap();
+        assert!(left < 200 && left > 0, "{left}");
+        let newest = s
+            .list(&ListFilter {
+                limit: 1,
+                ..Default::default()
+            })
+            .unwrap();
+        assert!(newest[0].time.ends_with("01.199Z"), "{}", newest[0].time);
     }
 }

@@ -31,6 +31,7 @@ pub struct Metrics {
     pub kmsg_records: IntCounter,
     pub kmsg_lost: IntCounter,
     pub store_errors: IntCounterVec,
+    pub store_pruned: IntCounterVec,
     pub checkpoint_errors: IntCounter,
     pub xid_errors: IntCounterVec,
     pub last_xid: IntGaugeVec,
@@ -219,6 +220,12 @@ impl Metrics {
                 "assertwatch_store_errors_total",
                 "Incident store failures (e.g. disk full), by operation.",
                 &["op"],
+            ),
+            store_pruned: counter_vec(
+                &r,
+                "assertwatch_store_pruned_total",
+                "Incidents deleted from the store by retention, by reason (age, count, size).",
+                &["reason"],
             ),
             checkpoint_errors,
             xid_errors: counter_vec(

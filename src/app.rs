@@ -229,8 +229,14 @@ async fn run(
             &metrics.registry,
         )
         .context("registering reproduction metrics")?;
-        let runner = crate::actions::repro::runner(&cfg.repro, &cfg.state_dir, m)
-            .map_err(|e| anyhow::anyhow!("repro.modes: {e}"))?;
+        let runner = crate::actions::repro::runner(
+            &cfg.repro,
+            &cfg.state_dir,
+            m,
+            probes.clone(),
+            Some(gpu_snapshot.clone()),
+        )
+        .map_err(|e| anyhow::anyhow!("repro.modes: {e}"))?;
         let (jtx, jrx) = mpsc::channel(crate::actions::repro::QUEUE);
         let (dtx, drx) = mpsc::channel(16);
         tokio::spawn(crate::actions::repro::run(

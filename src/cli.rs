@@ -370,7 +370,13 @@ fn cmd_replay(
             return ExitCode::from(1);
         }
     };
-    let runner = match crate::actions::repro::runner(&repro, &cfg.state_dir, metrics) {
+    let runner = match crate::actions::repro::runner(
+        &repro,
+        &cfg.state_dir,
+        metrics,
+        assertwatch_gpu::ProbeMetrics::default(),
+        None,
+    ) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("assertwatch: repro.modes: {e}");

@@ -27,8 +27,55 @@ pub struct Done {
     pub result: ReproResult,
 }
 
+/// The CUDA health probe before a GPU-mode replay: a replay on a broken GPU would blame the job.
+/// The GPU is named as the replay will pin it (a UUID from the manifest, or an index); a UUID is
+/// mapped to its NVML index through the latest GPU snapshot. Without a CUDA driver the probe
+/// cannot run and the check passes (the `sync-gpu` attempt itself then reports no device).
+/// Results feed `assertwatch_gpu_probe_*`.
+fn gpu_check(
+    probes: assertwatch_gpu::ProbeMetrics,
+    gpus: GpuSnapshots,
+) -> assertwatch_repro::GpuCheck {
+    assertwatch_repro::GpuCheck(std::sync::Arc::new(move |gpu: &str| {
+        let index = gpu.parse::<u32>().ok().or_else(|| {
+            let snap = gpus.as_ref()?.borrow().clone();
+            snap.gpus
+                .iter()
+                .find(|g| g.id.uuid == gpu)
+                .map(|g| g.id.index)
+        });
+        let Some(index) = index else { return true };
+        let t = std::time::Instant::now();
+        match assertwatch_gpu::probe::probe(index, std::time::Duration::from_secs(60)) {
+            Ok(r) => {
+                probes.record(&r);
+                if !r.ok {
+                    tracing::warn!(gpu = index, error = ?r.error, "GPU failed its health probe; replaying on CPU only.");
+                }
+                r.ok
+            }
+            Err(assertwatch_gpu::ProbeError::NoDriver { .. }) => true,
+            Err(e) => {
+                probes.record_failure(index, t.elapsed());
+                tracing::warn!(gpu = index, error = %e, "GPU health probe failed to run; replaying on CPU only.");
+                false
+            }
+        }
+    }))
+}
+
+/// The daemon's GPU snapshots, where a GPU layer runs (`None` for `replay` by hand).
+pub type GpuSnapshots =
+    Option<tokio::sync::watch::Receiver<std::sync::Arc<assertwatch_gpu::GpuSnapshot>>>;
+
 /// Builds the runner from the daemon's configuration.
-pub fn runner(cfg: &OurConfig, state_dir: &Path, metrics: Metrics) -> Result<ReproRunner, String> {
+pub fn runner(
+    cfg: &OurConfig,
+    state_dir: &Path,
+    metrics: Metrics,
+    probes: assertwatch_gpu::ProbeMetrics,
+    gpus: GpuSnapshots,
+) -> Result<ReproRunner, String> {
     let mut rc = ReproConfig::new(state_dir.join("repro"));
     rc.enabled = cfg.enabled;
     rc.roots = cfg.roots.clone();
@@ -42,6 +89,7 @@ pub fn runner(cfg: &OurConfig, state_dir: &Path, metrics: Metrics) -> Result<Rep
     rc.max_concurrent = cfg.max_concurrent as usize;
     rc.python = cfg.python.clone();
     rc.allow_root_jobs = cfg.allow_root_jobs;
+    rc.gpu_check = Some(gpu_check(probes, gpus));
     Ok(ReproRunner::new(rc, metrics))
 }
 

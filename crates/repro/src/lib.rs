@@ -20,4 +20,6 @@ pub mod runner;
 
 pub use metrics::Metrics;
 pub use result::{ExceptionInfo, KernelAssertion};
-pub use runner::{Attempt, Mode, Outcome, ReproConfig, ReproRequest, ReproResult, ReproRunner};
+pub use runner::{
+    Attempt, GpuCheck, Mode, Outcome, ReproConfig, ReproRequest, ReproResult, ReproRunner,
+};

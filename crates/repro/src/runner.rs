@@ -156,6 +156,20 @@ pub struct ReproConfig {
     pub limits: ResourceLimits,
     /// Memory limit through `systemd-run --scope`; `None` leaves memory unlimited.
     pub memory_scope: Option<MemoryScope>,
+    /// Checks a GPU (UUID or index, as it will be pinned) right before a GPU-mode replay on it;
+    /// `false` skips the GPU modes (reason `gpu_probe_failed`) and the ladder goes on to `cpu`.
+    /// The daemon plugs its CUDA health probe in here.
+    pub gpu_check: Option<GpuCheck>,
+}
+
+/// A health check of one GPU, blocking; see [`ReproConfig::gpu_check`].
+#[derive(Clone)]
+pub struct GpuCheck(pub std::sync::Arc<dyn Fn(&str) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for GpuCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("GpuCheck(..)")
+    }
 }
 
 impl ReproConfig {
@@ -179,6 +193,7 @@ impl ReproConfig {
             allow_root_jobs: false,
             limits: ResourceLimits::default(),
             memory_scope: None,
+            gpu_check: None,
         }
     }
 }
@@ -507,6 +522,12 @@ impl ReproRunner {
         let guard = (wants_gpu && !req.gpu_unhealthy)
             .then(|| self.lock_gpu(&gpu_key))
             .flatten();
+        // The GPU is checked once it is ours and before anything runs on it.
+        let probe_failed = guard.is_some()
+            && cfg
+                .gpu_check
+                .as_ref()
+                .is_some_and(|check| !(check.0)(&gpu_key));
         let n = |recs: &Vec<Rec>| recs.len() + 1;
         for &mode in &cfg.modes {
             if exact || (gpu_hit.is_some() && cpu_done) {
@@ -518,6 +539,8 @@ impl ReproRunner {
                 }
                 let skip = if req.gpu_unhealthy {
                     Some("gpu_unhealthy")
+                } else if probe_failed {
+                    Some("gpu_probe_failed")
                 } else if guard.is_none() {
                     Some("gpu_busy")
                 } else {

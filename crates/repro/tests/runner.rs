@@ -728,3 +728,38 @@ async fn one_replay_per_gpu_at_a_time() {
     let first = first.await.unwrap();
     assert_eq!(first.attempts[0].outcome, Outcome::NotReproduced);
 }
+
+#[tokio::test]
+async fn a_gpu_that_fails_its_health_check_is_not_used_for_the_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let a5 = [
+        "--behaviour",
+        "result",
+        "--outcome-cpu",
+        "reproduced_cpu_only",
+        "--frame-cpu",
+        "/proj/model.py:8",
+    ];
+    write_entry(&root, 5, LOG, stub_argv(&a5), ago(30), |_| {});
+    let checked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = checked.clone();
+    let mut cfg = config(&tmp.path().join("state"), &root);
+    cfg.gpu_check = Some(assertwatch_repro::GpuCheck(std::sync::Arc::new(
+        move |gpu: &str| {
+            seen.lock().unwrap().push(gpu.to_owned());
+            false
+        },
+    )));
+    let (r, _) = runner(cfg);
+    let mut req = request("inc-probe");
+    req.gpu = Some("GPU-00000000-1111-2222-3333-444444444444".into());
+    let res = r.run_for(req).await;
+    assert_eq!(
+        checked.lock().unwrap().as_slice(),
+        ["GPU-00000000-1111-2222-3333-444444444444"]
+    );
+    assert_eq!(res.attempts[0].mode, Mode::SyncGpu);
+    assert_eq!(res.attempts[0].reason.as_deref(), Some("gpu_probe_failed"));
+    assert_eq!(res.outcome, Outcome::ReproducedCpuOnly);
+}

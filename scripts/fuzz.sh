@@ -5,7 +5,7 @@
 # usage: scripts/fuzz.sh [SECONDS_PER_TARGET]
 #
 # Environment:
-#   FUZZ_TARGETS        space-separated subset of targets (default: all five)
+#   FUZZ_TARGETS        space-separated subset of targets (default: all six)
 #   ASSERTWATCH_CORPUS  the shared corpus folder (default: ../shared/corpus beside the repository)
 #   FUZZ_TOOLCHAIN      e.g. "+nightly" to use a nightly toolchain instead of RUSTC_BOOTSTRAP=1
 #
@@ -23,7 +23,7 @@ esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 fuzz="$root/fuzz"
 corpus_src="${ASSERTWATCH_CORPUS:-$root/../shared/corpus}"
-read -r -a targets <<<"${FUZZ_TARGETS:-kmsg_record decode detect_line scan_stream config}"
+read -r -a targets <<<"${FUZZ_TARGETS:-kmsg_record decode detect_line scan_stream config manifest}"
 toolchain=()
 if [ -n "${FUZZ_TOOLCHAIN:-}" ]; then
   toolchain=("$FUZZ_TOOLCHAIN")
@@ -105,7 +105,11 @@ for c in sorted(configs):
     put("config", open(c, "rb").read())
 put("config", 'listen: "127.0.0.1:9949"\nlogs: []\n')
 put("config", "rules:\n  - name: r\n    pattern: 'MyLib fatal: (.*)'\n    kind: cuda_error\n")
-for t in ("kmsg_record", "decode", "detect_line", "scan_stream", "config"):
+manifests = glob.glob(os.path.join(root, "python", "tests", "fixtures", "*.json"))
+manifests += glob.glob(os.path.join(root, "crates", "repro", "tests", "fixtures", "**", "*.json"), recursive=True)
+for m in sorted(manifests):
+    put("manifest", open(m, "rb").read())
+for t in ("kmsg_record", "decode", "detect_line", "scan_stream", "config", "manifest"):
     n = len(os.listdir(os.path.join(out, t)))
     print(f"seeded {t}: {n} inputs")
 PY

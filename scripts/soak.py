@@ -448,7 +448,7 @@ class Soak:
         self.diskfull_summary = None
         self.kills_done = 0
 
-    # -- helpers
+    # -- utilities
 
     def count(self, kind):
         self.fault_counts[kind] = self.fault_counts.get(kind, 0) + 1

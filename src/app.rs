@@ -171,6 +171,7 @@ async fn run(
     tcfg.poll_interval = cfg.tailing.poll_interval;
     let tailer = Tailer::new(tcfg).context("starting the log tailer")?;
     let acks = tailer.ack_handle();
+    let tail_stats = tailer.stats();
     // Each event holds at most read_bytes_per_pass of data, so this bounds the bytes in flight.
     let (tail_tx, mut tail_rx) = mpsc::channel(8);
     let (kern_tx, mut kern_rx) = mpsc::channel::<kreader::KernelBatch>(16);
@@ -281,6 +282,7 @@ async fn run(
             ));
         }
         let hb = heartbeat.clone();
+        let checkpoint_errors = metrics.checkpoint_errors.clone();
         let state_dir = cfg.state_dir.clone();
         let retention = cfg.retention.clone();
         let checkpoint_every = cfg.tailing.checkpoint_interval;
@@ -316,6 +318,12 @@ async fn run(
                     _ = tick.tick() => {
                         hb.fetch_add(1, Ordering::Relaxed);
                         p.tick();
+                        // The tailer counts its checkpoint write failures; mirror them.
+                        let failed = tail_stats.checkpoint_write_errors.load(Ordering::Relaxed);
+                        let shown = checkpoint_errors.get();
+                        if failed > shown {
+                            checkpoint_errors.inc_by(failed - shown);
+                        }
                         // A hardware- or driver-blamed Xid: check the GPU directly (at most every
                         // 10 minutes per GPU), off the runtime's threads.
                         for idx in std::mem::take(&mut p.probe_requests) {

@@ -68,6 +68,8 @@ pub struct Pipeline {
     /// Chunk arrival times by stream, for detection latency of the next incident there.
     arrived: HashMap<u64, Instant>,
     pub kernel_checkpoint: Option<crate::sources::kmsg::reader::KernelCheckpoint>,
+    /// The newest kernel position, held back while the store fails.
+    kernel_pending: Option<crate::sources::kmsg::reader::KernelCheckpoint>,
     pub store_failures: u64,
     /// Per file: end offset and line count of everything scanned so far.
     progress: HashMap<u64, (u64, u64)>,
@@ -156,6 +158,7 @@ impl Pipeline {
             started: Instant::now(),
             arrived: HashMap::new(),
             kernel_checkpoint: None,
+            kernel_pending: None,
             store_failures: 0,
             progress: HashMap::new(),
             retry: VecDeque::new(),
@@ -568,8 +571,9 @@ impl Pipeline {
         }
         self.observe_all(KERNEL_STREAM, findings);
         self.flush_updates();
+        self.kernel_pending = Some(b.checkpoint);
         if self.store_failures == 0 {
-            self.kernel_checkpoint = Some(b.checkpoint);
+            self.kernel_checkpoint = self.kernel_pending.clone();
         }
     }
 
@@ -652,7 +656,9 @@ impl Pipeline {
     }
 
     /// Closes quiet incidents; call periodically.
-    /// Retries writes that failed; on full success, acknowledgements resume.
+    /// Retries writes that failed; once all are in, acknowledgements resume for every file (not
+    /// only the next one to get data: an idle file would otherwise keep a stale checkpoint) and the
+    /// kernel checkpoint held back meanwhile is released.
     fn retry_writes(&mut self) {
         while let Some((dedup, rec)) = self.retry.front() {
             match self.store.put(dedup, now_ms(), rec) {
@@ -670,20 +676,21 @@ impl Pipeline {
                 failures = self.store_failures,
                 "The incident store accepts writes again; retried writes are in."
             );
+            self.store_failures = 0;
+            let files: Vec<u64> = self.progress.keys().copied().collect();
+            for f in files {
+                self.ack(f);
+            }
+            if self.kernel_pending.is_some() {
+                self.kernel_checkpoint = self.kernel_pending.clone();
+            }
         }
-        self.store_failures = 0;
     }
 
     pub fn tick(&mut self) {
         self.resolve_quiet_alerts();
         if !self.retry.is_empty() {
             self.retry_writes();
-            if self.retry.is_empty() {
-                let files: Vec<u64> = self.progress.keys().copied().collect();
-                for f in files {
-                    self.ack(f);
-                }
-            }
         }
         let now = self.clock_ms();
         self.engine.tick(now);

@@ -223,7 +223,7 @@ async fn run(
     };
 
     // Reproduction: replays run on their own task; results come back to the pipeline.
-    let (repro_tx, repro_done_rx) = if cfg.repro.enabled {
+    let (repro_tx, mut repro_done_rx) = if cfg.repro.enabled {
         let m = assertwatch_repro::Metrics::from_handles(
             metrics.repro_runs.clone(),
             metrics.repro_duration.clone(),
@@ -250,7 +250,6 @@ async fn run(
     } else {
         (None, None)
     };
-    let mut repro_done_rx = repro_done_rx;
 
     // The pipeline task owns detection and incident state; see incidents::pipeline.
     let heartbeat = Arc::new(AtomicU64::new(0));
@@ -448,7 +447,7 @@ async fn run(
         });
     }
 
-    let exit = wait_for_signal(&cfg, config_path.as_deref(), &metrics).await;
+    let exit = wait_for_signal(config_path.as_deref(), &metrics).await;
     sd_notify(match exit {
         Exit::Reload => "RELOADING=1",
         Exit::Stopped => "STOPPING=1",
@@ -496,14 +495,13 @@ fn save_kernel_checkpoint(state_dir: &Path, p: &Pipeline) {
 }
 
 /// Waits for SIGTERM/SIGINT (stop) or a valid reload (SIGHUP or config file change).
-async fn wait_for_signal(cfg: &Config, path: Option<&Path>, metrics: &Metrics) -> Exit {
+async fn wait_for_signal(path: Option<&Path>, metrics: &Metrics) -> Exit {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).ok();
     let mut int = signal(SignalKind::interrupt()).ok();
     let mut hup = signal(SignalKind::hangup()).ok();
     let mut last_mtime = path.and_then(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
     let mut poll = tokio::time::interval(Duration::from_secs(2));
-    let _ = cfg;
     loop {
         let mut want_reload = false;
         tokio::select! {

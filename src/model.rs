@@ -88,14 +88,6 @@ impl fmt::Display for Blame {
     }
 }
 
-/// Which kind of text a stream carries; it picks the decoder, not the rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum StreamKind {
-    TrainingLog,
-    KernelLog,
-}
-
 /// One piece of evidence found on one line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {

@@ -96,9 +96,9 @@ fn scan_one(
     out: &mut dyn Write,
     summary: &mut ScanSummary,
 ) -> anyhow::Result<()> {
-    let format = match opts.stream {
-        StreamHint::KernelLog | StreamHint::Auto | StreamHint::TrainingLog => Format::Auto,
-    };
+    // Every stream hint reads the same way: the format (plain, CRI, Docker JSON, kmsg records)
+    // is recognised from the input, and all rules run on every stream.
+    let format = Format::Auto;
     let mut rd = ChunkReader::new(reader, opts.max_line_bytes, 1 << 20, 0);
     let mut sc = StreamScanner::new(format, opts.max_line_bytes, 1);
     let mut engine = Engine::new(opts.engine.clone());

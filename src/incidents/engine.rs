@@ -128,10 +128,6 @@ impl Engine {
         }
     }
 
-    pub fn config(&self) -> &EngineConfig {
-        &self.cfg
-    }
-
     /// Folds one finding of `stream` into the incidents.
     pub fn observe(&mut self, stream: u64, f: Finding) {
         self.expire(stream, f.seq, f.at_ms);

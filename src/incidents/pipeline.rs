@@ -554,19 +554,10 @@ impl Pipeline {
         }
         self.arrived.insert(KERNEL_STREAM, b.read_at);
         let mut findings = Vec::new();
-        for l in b.lines {
-            if !self.det.gate_matches(l.text.as_bytes()) {
-                continue;
-            }
-            if let Some(ev) = self.det.inspect(&l.text) {
-                findings.push(Finding {
-                    line: l.line,
-                    seq: l.line,
-                    offset: Some(l.pos),
-                    at_ms: at,
-                    text: l.text,
-                    evidence: ev,
-                });
+        if let Some(ctx) = self.streams.get_mut(&KERNEL_STREAM) {
+            for l in &b.lines {
+                ctx.scanner
+                    .feed_line(&l.text, l.line, l.pos, &self.det, at, &mut findings);
             }
         }
         self.observe_all(KERNEL_STREAM, findings);

@@ -16,8 +16,7 @@ use serde::Deserialize;
 use std::borrow::Cow;
 
 /// A training-log format as configured (`logs[].format`) or chosen by `auto`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Auto,
     Plain,

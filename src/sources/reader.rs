@@ -66,11 +66,6 @@ impl<R: Read> ChunkReader<R> {
         self.pos - (self.end - self.start) as u64
     }
 
-    /// Is the reader in the middle of skipping an over-long line?
-    pub fn skipping(&self) -> bool {
-        self.skipping
-    }
-
     /// Returns the next chunk, or `None` at end of input.
     pub fn next_chunk(&mut self) -> io::Result<Option<Chunk<'_>>> {
         loop {
@@ -153,11 +148,6 @@ impl<R: Read> ChunkReader<R> {
         self.end += n;
         self.pos += n as u64;
         Ok(())
-    }
-
-    /// Clears the end-of-input mark so a tailer can read again after the file grew.
-    pub fn clear_eof(&mut self) {
-        self.eof = false;
     }
 }
 

@@ -154,6 +154,21 @@ impl StreamScanner {
         }
     }
 
+    /// Scans one line that arrives already decoded and numbered (a kernel log record): the same
+    /// gate, follow window and inspection as lines read from bytes.
+    pub fn feed_line(
+        &mut self,
+        text: &str,
+        line: u64,
+        offset: u64,
+        det: &DetectorSet,
+        at_ms: u64,
+        out: &mut Vec<Finding>,
+    ) {
+        self.lines = self.lines.max(line);
+        self.inspect(text, line, line, offset, det, at_ms, out, false);
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn inspect(
         &mut self,

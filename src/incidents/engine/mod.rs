@@ -15,8 +15,10 @@
 //!   repeat (daemon) or `xid_gap_lines` lines (scan), so a burst of one Xid is one incident while
 //!   different GPUs stay separate.
 
-use crate::detect::{xid as xidparse, xid_catalog};
-use crate::model::{truncate_utf8, AssertSite, Blame, Evidence, Finding, Incident, Kind};
+mod evidence;
+
+use crate::model::{Evidence, Finding, Incident};
+use evidence::close;
 use std::collections::{BTreeMap, VecDeque};
 
 /// Bounds and windows of grouping.
@@ -128,52 +130,34 @@ impl Engine {
         }
     }
 
-    /// Folds one finding of `stream` into the incidents.
+    /// Folds one finding of `stream` into the incidents: one handler per kind of evidence, in
+    /// [`evidence`].
     pub fn observe(&mut self, stream: u64, f: Finding) {
         self.expire(stream, f.seq, f.at_ms);
-        let cfg = self.cfg.clone();
-        let st = self.streams.entry(stream).or_default();
+        let Engine {
+            cfg,
+            streams,
+            next_key,
+            dirty,
+            done,
+        } = self;
+        let st = streams.entry(stream).or_default();
+        let mut cx = evidence::Cx {
+            cfg,
+            next_key,
+            dirty,
+            done,
+            stream,
+        };
         match &f.evidence {
-            Evidence::TracebackStart => {
-                st.tb = PendingTraceback {
-                    start_line: Some(f.line),
-                    start_offset: f.offset,
-                    last_line: f.line,
-                    last_seq: f.seq,
-                    ..Default::default()
-                };
-                st.tb
-                    .lines
-                    .push_back(truncate_utf8(&f.text, cfg.excerpt_line_bytes));
-            }
+            Evidence::TracebackStart => evidence::traceback_start(st, &f, &cx),
             Evidence::Frame {
                 file,
                 line,
                 user_code,
                 ..
-            } => {
-                if st.tb.start_line.is_none() {
-                    st.tb.start_line = Some(f.line);
-                    st.tb.start_offset = f.offset;
-                }
-                st.tb.last_line = f.line;
-                st.tb.last_seq = f.seq;
-                if st.tb.frames.len() == cfg.max_frames {
-                    st.tb.frames.pop_front();
-                }
-                st.tb.frames.push_back((file.clone(), *line, *user_code));
-                if st.tb.lines.len() < cfg.max_frames {
-                    st.tb
-                        .lines
-                        .push_back(truncate_utf8(&f.text, cfg.excerpt_line_bytes));
-                }
-            }
-            Evidence::Continuation => {
-                if let Some(o) = st.open.as_mut() {
-                    extend(o, &f, &cfg);
-                    self.dirty.push(o.key);
-                }
-            }
+            } => evidence::frame(st, &f, file, *line, *user_code, &cx),
+            Evidence::Continuation => evidence::continuation(st, &f, &mut cx),
             Evidence::KernelAssert {
                 kernel_file,
                 assertion,
@@ -181,185 +165,36 @@ impl Engine {
                 thread,
                 category,
                 hint,
-            } => {
-                let joins = st
-                    .open
-                    .as_ref()
-                    .is_some_and(|o| o.inc.kind == Kind::DeviceAssert);
-                if !joins {
-                    let inc = new_incident(
-                        &f,
-                        Kind::DeviceAssert,
-                        category,
-                        Blame::Application,
-                        hint,
-                        &cfg,
-                    );
-                    let o = fresh(&mut self.next_key, stream, inc, &f);
-                    if let Some(old) = st.open.replace(o) {
-                        self.done.push(close(old));
-                    }
-                } else if let Some(o) = st.open.as_mut() {
-                    extend(o, &f, &cfg);
-                }
-                if let Some(o) = st.open.as_mut() {
-                    add_site(
-                        o,
-                        kernel_file,
-                        assertion,
-                        *block,
-                        *thread,
-                        category,
-                        hint,
-                        &cfg,
-                    );
-                    if o.inc.message.is_none() {
-                        o.inc.message = Some(truncate_utf8(f.text.trim(), cfg.excerpt_line_bytes));
-                    }
-                    attach_traceback(&mut st.tb, o, f.seq, &cfg);
-                    self.dirty.push(o.key);
-                }
-            }
+            } => evidence::kernel_assert(
+                st,
+                &f,
+                evidence::Site {
+                    kernel_file,
+                    assertion,
+                    block: *block,
+                    thread: *thread,
+                    category,
+                    hint,
+                },
+                &mut cx,
+            ),
             Evidence::Headline {
                 kind,
                 category,
                 blame,
                 hint,
                 rule,
-            } => {
-                let joins = st.open.as_ref().is_some_and(|o| {
-                    o.inc.kind == *kind
-                        && (o.headline_rule.is_none()
-                            || o.headline_rule.as_deref() == Some(rule.as_str())
-                            || category == "unknown"
-                            || o.inc.category == "unknown")
-                });
-                if !joins {
-                    let inc = new_incident(&f, *kind, category, *blame, hint, &cfg);
-                    let o = fresh(&mut self.next_key, stream, inc, &f);
-                    if let Some(old) = st.open.replace(o) {
-                        self.done.push(close(old));
-                    }
-                } else if let Some(o) = st.open.as_mut() {
-                    extend(o, &f, &cfg);
-                }
-                if let Some(o) = st.open.as_mut() {
-                    if o.headline_rule.is_none() {
-                        o.headline_rule = Some(rule.clone());
-                        o.inc.message = Some(truncate_utf8(f.text.trim(), cfg.excerpt_line_bytes));
-                    }
-                    // A specific family refines a generic one ("CUDA error: …" → illegal address).
-                    if o.inc.category == "unknown" && category != "unknown" && o.inc.kind == *kind {
-                        o.inc.category = category.clone();
-                        o.inc.blame = *blame;
-                        o.inc.hint = hint.clone();
-                    }
-                    attach_traceback(&mut st.tb, o, f.seq, &cfg);
-                    self.dirty.push(o.key);
-                }
-            }
+            } => evidence::headline(st, &f, *kind, category, *blame, hint, rule, &mut cx),
             Evidence::Xid {
                 xid,
                 pci,
                 pid,
                 process,
                 ..
-            } => {
-                let pos = st.xids.iter().position(|o| {
-                    o.inc.xid == Some(*xid) && o.inc.pci.as_deref() == pci.as_deref()
-                });
-                match pos {
-                    Some(i) => {
-                        let o = &mut st.xids[i];
-                        extend(o, &f, &cfg);
-                        if o.inc.pid.is_none() {
-                            o.inc.pid = *pid;
-                            o.inc.process_name.clone_from(process);
-                        }
-                        self.dirty.push(o.key);
-                    }
-                    None => {
-                        let mut inc = new_incident(
-                            &f,
-                            Kind::Xid,
-                            &xid_catalog::category(*xid),
-                            xid_catalog::blame(*xid),
-                            &xid_catalog::hint(*xid),
-                            &cfg,
-                        );
-                        inc.xid = Some(*xid);
-                        inc.pci.clone_from(pci);
-                        inc.pid = *pid;
-                        inc.process_name.clone_from(process);
-                        inc.message = Some(truncate_utf8(f.text.trim(), cfg.excerpt_line_bytes));
-                        inc.gpu_uuid = pci
-                            .as_ref()
-                            .and_then(|p| lookup_identity(&st.identities, p));
-                        let o = fresh(&mut self.next_key, stream, inc, &f);
-                        self.dirty.push(o.key);
-                        push_xid(&mut st.xids, o, cfg.max_open_xid, &mut self.done);
-                    }
-                }
-            }
-            Evidence::FallenOffBus { pci } => {
-                let pci = pci.clone().or_else(|| {
-                    st.mention
-                        .as_ref()
-                        .filter(|(_, _, q)| f.seq <= q + 4)
-                        .map(|(p, _, _)| p.clone())
-                });
-                let existing = st.xids.iter_mut().find(|o| {
-                    o.inc.xid == Some(79)
-                        && match (&o.inc.pci, &pci) {
-                            (Some(a), Some(b)) => xidparse::same_bus(a, b),
-                            _ => false,
-                        }
-                });
-                if let Some(o) = existing {
-                    extend(o, &f, &cfg);
-                    self.dirty.push(o.key);
-                } else {
-                    let mut inc = new_incident(
-                        &f,
-                        Kind::Xid,
-                        "gpu_fallen_off_bus_no_xid",
-                        Blame::Hardware,
-                        &xid_catalog::hint(79),
-                        &cfg,
-                    );
-                    inc.gpu_uuid = pci
-                        .as_ref()
-                        .and_then(|p| lookup_identity(&st.identities, p));
-                    inc.pci = pci;
-                    inc.message = Some(truncate_utf8(f.text.trim(), cfg.excerpt_line_bytes));
-                    if let Some((_, l, _)) = st.mention.take() {
-                        inc.first_line = inc.first_line.min(l);
-                    }
-                    let o = fresh(&mut self.next_key, stream, inc, &f);
-                    self.dirty.push(o.key);
-                    push_xid(&mut st.xids, o, cfg.max_open_xid, &mut self.done);
-                }
-            }
-            Evidence::GpuIdentity { pci, uuid } => {
-                if st.identities.len() >= MAX_IDENTITIES && !st.identities.contains_key(pci) {
-                    st.identities.pop_first();
-                }
-                st.identities.insert(pci.to_ascii_lowercase(), uuid.clone());
-                for o in st.xids.iter_mut() {
-                    if o.inc.gpu_uuid.is_none()
-                        && o.inc
-                            .pci
-                            .as_deref()
-                            .is_some_and(|p| xidparse::same_bus(p, pci))
-                    {
-                        o.inc.gpu_uuid = Some(uuid.clone());
-                        self.dirty.push(o.key);
-                    }
-                }
-            }
-            Evidence::GpuMention { pci } => {
-                st.mention = Some((pci.clone(), f.line, f.seq));
-            }
+            } => evidence::xid(st, &f, *xid, pci, *pid, process, &mut cx),
+            Evidence::FallenOffBus { pci } => evidence::fallen_off_bus(st, &f, pci, &mut cx),
+            Evidence::GpuIdentity { pci, uuid } => evidence::identity(st, pci, uuid, &mut cx),
+            Evidence::GpuMention { pci } => st.mention = Some((pci.clone(), f.line, f.seq)),
         }
     }
 
@@ -398,7 +233,7 @@ impl Engine {
 
     /// Closes incidents whose quiet period ended by `now_ms` (daemon clock).
     pub fn tick(&mut self, now_ms: u64) {
-        let cfg = self.cfg.clone();
+        let cfg = &self.cfg;
         for st in self.streams.values_mut() {
             if let Some(o) = &st.open {
                 if cfg.quiet_ms > 0 && now_ms.saturating_sub(o.last_at_ms) > cfg.quiet_ms {
@@ -509,168 +344,11 @@ impl Engine {
     }
 }
 
-/// A new open incident with the next key, starting at finding `f`.
-fn fresh(next_key: &mut u64, stream: u64, inc: Incident, f: &Finding) -> Open {
-    let key = *next_key;
-    *next_key += 1;
-    Open {
-        key,
-        stream,
-        inc,
-        last_seq: f.seq,
-        last_at_ms: f.at_ms,
-        headline_rule: None,
-        reported: false,
-    }
-}
-
-/// Adds an open Xid incident, closing the oldest when `max` are open.
-fn push_xid(xids: &mut Vec<Open>, o: Open, max: usize, done: &mut Vec<Update>) {
-    if xids.len() >= max {
-        let old = xids.remove(0);
-        done.push(close(old));
-    }
-    xids.push(o);
-}
-
-fn lookup_identity(ids: &BTreeMap<String, String>, pci: &str) -> Option<String> {
-    ids.iter()
-        .find(|(p, _)| xidparse::same_bus(p, pci))
-        .map(|(_, u)| u.clone())
-}
-
-fn close(o: Open) -> Update {
-    Update {
-        key: o.key,
-        stream: o.stream,
-        incident: o.inc,
-        closed: true,
-        first: !o.reported,
-    }
-}
-
-fn new_incident(
-    f: &Finding,
-    kind: Kind,
-    category: &str,
-    blame: Blame,
-    hint: &str,
-    cfg: &EngineConfig,
-) -> Incident {
-    Incident {
-        kind,
-        category: category.to_owned(),
-        xid: None,
-        pci: None,
-        pid: None,
-        assertion: None,
-        kernel_file: None,
-        python_frame: None,
-        message: None,
-        first_line: f.line,
-        last_line: f.line,
-        blame,
-        hint: hint.to_owned(),
-        process_name: None,
-        gpu_uuid: None,
-        block: None,
-        thread: None,
-        evidence_lines: 1,
-        assert_sites: Vec::new(),
-        first_offset: f.offset,
-        excerpt: vec![truncate_utf8(&f.text, cfg.excerpt_line_bytes)],
-        excerpt_truncated: false,
-        first_at_ms: f.at_ms,
-        anchor: f.offset.map(|o| (o, crc32fast::hash(f.text.as_bytes()))),
-    }
-}
-
-fn extend(o: &mut Open, f: &Finding, cfg: &EngineConfig) {
-    o.inc.evidence_lines += 1;
-    o.inc.last_line = o.inc.last_line.max(f.line);
-    o.last_seq = o.last_seq.max(f.seq);
-    o.last_at_ms = o.last_at_ms.max(f.at_ms);
-    push_excerpt(&mut o.inc, &f.text, cfg);
-}
-
-fn push_excerpt(inc: &mut Incident, text: &str, cfg: &EngineConfig) {
-    if inc.excerpt.len() < cfg.excerpt_lines {
-        inc.excerpt
-            .push(truncate_utf8(text, cfg.excerpt_line_bytes));
-    } else {
-        inc.excerpt_truncated = true;
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn add_site(
-    o: &mut Open,
-    kernel_file: &Option<String>,
-    assertion: &str,
-    block: Option<[u32; 3]>,
-    thread: Option<[u32; 3]>,
-    category: &str,
-    hint: &str,
-    cfg: &EngineConfig,
-) {
-    let inc = &mut o.inc;
-    if inc.assertion.is_none() {
-        inc.assertion = Some(truncate_utf8(assertion, cfg.excerpt_line_bytes));
-        inc.kernel_file.clone_from(kernel_file);
-        inc.block = block;
-        inc.thread = thread;
-    }
-    if inc.category == "unknown" && category != "unknown" {
-        inc.category = category.to_owned();
-        inc.hint = hint.to_owned();
-    }
-    if let Some(s) = inc
-        .assert_sites
-        .iter_mut()
-        .find(|s| s.assertion == assertion && &s.kernel_file == kernel_file)
-    {
-        s.threads += 1;
-    } else if inc.assert_sites.len() < cfg.max_assert_sites {
-        inc.assert_sites.push(AssertSite {
-            kernel_file: kernel_file.clone(),
-            assertion: truncate_utf8(assertion, cfg.excerpt_line_bytes),
-            threads: 1,
-            first_block: block,
-            first_thread: thread,
-        });
-    }
-}
-
-/// Gives the incident the traceback that ended just before logical position `seq`, if any.
-fn attach_traceback(tb: &mut PendingTraceback, o: &mut Open, seq: u64, cfg: &EngineConfig) {
-    let Some(start) = tb.start_line else { return };
-    if tb.frames.is_empty() || seq > tb.last_seq + cfg.traceback_attach_lines || seq < tb.last_seq {
-        return;
-    }
-    if let Some((file, l, _)) = tb.frames.iter().rev().find(|(_, _, user)| *user) {
-        o.inc.python_frame = Some(format!("{file}:{l}"));
-    }
-    let tb_lines: Vec<String> = tb.lines.drain(..).collect();
-    if start < o.inc.first_line {
-        // The traceback precedes the incident's first line: it leads the excerpt.
-        o.inc.first_line = start;
-        o.inc.first_offset = tb.start_offset.or(o.inc.first_offset);
-        let mut excerpt = tb_lines;
-        excerpt.append(&mut o.inc.excerpt);
-        excerpt.truncate(cfg.excerpt_lines);
-        o.inc.excerpt = excerpt;
-    } else {
-        for l in tb_lines {
-            push_excerpt(&mut o.inc, &l, cfg);
-        }
-    }
-    *tb = PendingTraceback::default();
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::detect::DetectorSet;
+    use crate::model::{Blame, Kind};
 
     fn run(text: &str) -> Vec<Incident> {
         let d = DetectorSet::builtin();

@@ -1,0 +1,432 @@
+//! One handler per kind of evidence: how each line shape opens, extends or annotates incidents.
+//!
+//! The engine dispatches here from `Engine::observe`; each handler sees one stream's state and
+//! the shared bounds ([`Cx`]). Window expiry and closing on time live in the engine itself.
+
+use super::{EngineConfig, Open, PendingTraceback, StreamState, Update, MAX_IDENTITIES};
+use crate::detect::{xid as xidparse, xid_catalog};
+use crate::model::{truncate_utf8, AssertSite, Blame, Finding, Incident, Kind};
+use std::collections::BTreeMap;
+
+/// What every handler shares: the bounds, the key allocator and the change lists.
+pub(super) struct Cx<'a> {
+    pub cfg: &'a EngineConfig,
+    pub next_key: &'a mut u64,
+    pub dirty: &'a mut Vec<u64>,
+    pub done: &'a mut Vec<Update>,
+    pub stream: u64,
+}
+
+impl Cx<'_> {
+    /// Opens `inc` as the stream's training-log incident, closing the one it replaces.
+    fn open(&mut self, st: &mut StreamState, inc: Incident, f: &Finding) {
+        let o = fresh(self.next_key, self.stream, inc, f);
+        if let Some(old) = st.open.replace(o) {
+            self.done.push(close(old));
+        }
+    }
+
+    /// Opens `inc` as a new Xid incident of the stream.
+    fn open_xid(&mut self, st: &mut StreamState, inc: Incident, f: &Finding) {
+        let o = fresh(self.next_key, self.stream, inc, f);
+        self.dirty.push(o.key);
+        push_xid(&mut st.xids, o, self.cfg.max_open_xid, self.done);
+    }
+}
+
+/// A kernel assertion site as the evidence carries it.
+pub(super) struct Site<'a> {
+    pub kernel_file: &'a Option<String>,
+    pub assertion: &'a str,
+    pub block: Option<[u32; 3]>,
+    pub thread: Option<[u32; 3]>,
+    pub category: &'a str,
+    pub hint: &'a str,
+}
+
+/// `Traceback (most recent call last):` starts a pending traceback.
+pub(super) fn traceback_start(st: &mut StreamState, f: &Finding, cx: &Cx<'_>) {
+    st.tb = PendingTraceback {
+        start_line: Some(f.line),
+        start_offset: f.offset,
+        last_line: f.line,
+        last_seq: f.seq,
+        ..Default::default()
+    };
+    st.tb
+        .lines
+        .push_back(truncate_utf8(&f.text, cx.cfg.excerpt_line_bytes));
+}
+
+/// A Python frame joins the pending traceback (bounded).
+pub(super) fn frame(
+    st: &mut StreamState,
+    f: &Finding,
+    file: &str,
+    line: u32,
+    user_code: bool,
+    cx: &Cx<'_>,
+) {
+    let cfg = cx.cfg;
+    if st.tb.start_line.is_none() {
+        st.tb.start_line = Some(f.line);
+        st.tb.start_offset = f.offset;
+    }
+    st.tb.last_line = f.line;
+    st.tb.last_seq = f.seq;
+    if st.tb.frames.len() == cfg.max_frames {
+        st.tb.frames.pop_front();
+    }
+    st.tb.frames.push_back((file.to_owned(), line, user_code));
+    if st.tb.lines.len() < cfg.max_frames {
+        st.tb
+            .lines
+            .push_back(truncate_utf8(&f.text, cfg.excerpt_line_bytes));
+    }
+}
+
+/// A hint line or C++ frame joins the open incident, never starts one.
+pub(super) fn continuation(st: &mut StreamState, f: &Finding, cx: &mut Cx<'_>) {
+    if let Some(o) = st.open.as_mut() {
+        extend(o, f, cx.cfg);
+        cx.dirty.push(o.key);
+    }
+}
+
+/// A device `assert` line: opens a device-assert incident or joins the open one.
+pub(super) fn kernel_assert(st: &mut StreamState, f: &Finding, site: Site<'_>, cx: &mut Cx<'_>) {
+    let joins = st
+        .open
+        .as_ref()
+        .is_some_and(|o| o.inc.kind == Kind::DeviceAssert);
+    if joins {
+        if let Some(o) = st.open.as_mut() {
+            extend(o, f, cx.cfg);
+        }
+    } else {
+        let inc = new_incident(
+            f,
+            Kind::DeviceAssert,
+            site.category,
+            Blame::Application,
+            site.hint,
+            cx.cfg,
+        );
+        cx.open(st, inc, f);
+    }
+    if let Some(o) = st.open.as_mut() {
+        add_site(o, &site, cx.cfg);
+        if o.inc.message.is_none() {
+            o.inc.message = Some(truncate_utf8(f.text.trim(), cx.cfg.excerpt_line_bytes));
+        }
+        attach_traceback(&mut st.tb, o, f.seq, cx.cfg);
+        cx.dirty.push(o.key);
+    }
+}
+
+/// The headline of a failure: opens an incident of its kind, or joins (and refines) the open one.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn headline(
+    st: &mut StreamState,
+    f: &Finding,
+    kind: Kind,
+    category: &str,
+    blame: Blame,
+    hint: &str,
+    rule: &str,
+    cx: &mut Cx<'_>,
+) {
+    let joins = st.open.as_ref().is_some_and(|o| {
+        o.inc.kind == kind
+            && (o.headline_rule.is_none()
+                || o.headline_rule.as_deref() == Some(rule)
+                || category == "unknown"
+                || o.inc.category == "unknown")
+    });
+    if joins {
+        if let Some(o) = st.open.as_mut() {
+            extend(o, f, cx.cfg);
+        }
+    } else {
+        let inc = new_incident(f, kind, category, blame, hint, cx.cfg);
+        cx.open(st, inc, f);
+    }
+    if let Some(o) = st.open.as_mut() {
+        if o.headline_rule.is_none() {
+            o.headline_rule = Some(rule.to_owned());
+            o.inc.message = Some(truncate_utf8(f.text.trim(), cx.cfg.excerpt_line_bytes));
+        }
+        // A specific family refines a generic one ("CUDA error: …" → illegal address).
+        if o.inc.category == "unknown" && category != "unknown" && o.inc.kind == kind {
+            o.inc.category = category.to_owned();
+            o.inc.blame = blame;
+            o.inc.hint = hint.to_owned();
+        }
+        attach_traceback(&mut st.tb, o, f.seq, cx.cfg);
+        cx.dirty.push(o.key);
+    }
+}
+
+/// An Xid line: repeats of one Xid on one GPU join one incident within the window.
+pub(super) fn xid(
+    st: &mut StreamState,
+    f: &Finding,
+    xid: u32,
+    pci: &Option<String>,
+    pid: Option<u32>,
+    process: &Option<String>,
+    cx: &mut Cx<'_>,
+) {
+    let pos = st
+        .xids
+        .iter()
+        .position(|o| o.inc.xid == Some(xid) && o.inc.pci.as_deref() == pci.as_deref());
+    if let Some(i) = pos {
+        let o = &mut st.xids[i];
+        extend(o, f, cx.cfg);
+        if o.inc.pid.is_none() {
+            o.inc.pid = pid;
+            o.inc.process_name.clone_from(process);
+        }
+        cx.dirty.push(o.key);
+        return;
+    }
+    let mut inc = new_incident(
+        f,
+        Kind::Xid,
+        &xid_catalog::category(xid),
+        xid_catalog::blame(xid),
+        &xid_catalog::hint(xid),
+        cx.cfg,
+    );
+    inc.xid = Some(xid);
+    inc.pci.clone_from(pci);
+    inc.pid = pid;
+    inc.process_name.clone_from(process);
+    inc.message = Some(truncate_utf8(f.text.trim(), cx.cfg.excerpt_line_bytes));
+    inc.gpu_uuid = pci
+        .as_ref()
+        .and_then(|p| lookup_identity(&st.identities, p));
+    cx.open_xid(st, inc, f);
+}
+
+/// "GPU has fallen off the bus" without an Xid number: joins an Xid 79 of the same GPU, or
+/// opens an incident of its own (the bus id may come from the preceding mention line).
+pub(super) fn fallen_off_bus(
+    st: &mut StreamState,
+    f: &Finding,
+    pci: &Option<String>,
+    cx: &mut Cx<'_>,
+) {
+    let pci = pci.clone().or_else(|| {
+        st.mention
+            .as_ref()
+            .filter(|(_, _, q)| f.seq <= q + 4)
+            .map(|(p, _, _)| p.clone())
+    });
+    let existing = st.xids.iter_mut().find(|o| {
+        o.inc.xid == Some(79)
+            && match (&o.inc.pci, &pci) {
+                (Some(a), Some(b)) => xidparse::same_bus(a, b),
+                _ => false,
+            }
+    });
+    if let Some(o) = existing {
+        extend(o, f, cx.cfg);
+        cx.dirty.push(o.key);
+        return;
+    }
+    let mut inc = new_incident(
+        f,
+        Kind::Xid,
+        "gpu_fallen_off_bus_no_xid",
+        Blame::Hardware,
+        &xid_catalog::hint(79),
+        cx.cfg,
+    );
+    inc.gpu_uuid = pci
+        .as_ref()
+        .and_then(|p| lookup_identity(&st.identities, p));
+    inc.pci = pci;
+    inc.message = Some(truncate_utf8(f.text.trim(), cx.cfg.excerpt_line_bytes));
+    if let Some((_, l, _)) = st.mention.take() {
+        inc.first_line = inc.first_line.min(l);
+    }
+    cx.open_xid(st, inc, f);
+}
+
+/// `GPU at PCI:… GPU-<uuid>`: remembers the UUID and names it on open Xids of that GPU.
+pub(super) fn identity(st: &mut StreamState, pci: &str, uuid: &str, cx: &mut Cx<'_>) {
+    if st.identities.len() >= MAX_IDENTITIES && !st.identities.contains_key(pci) {
+        st.identities.pop_first();
+    }
+    st.identities
+        .insert(pci.to_ascii_lowercase(), uuid.to_owned());
+    for o in st.xids.iter_mut() {
+        if o.inc.gpu_uuid.is_none()
+            && o.inc
+                .pci
+                .as_deref()
+                .is_some_and(|p| xidparse::same_bus(p, pci))
+        {
+            o.inc.gpu_uuid = Some(uuid.to_owned());
+            cx.dirty.push(o.key);
+        }
+    }
+}
+
+/// A new open incident with the next key, starting at finding `f`.
+fn fresh(next_key: &mut u64, stream: u64, inc: Incident, f: &Finding) -> Open {
+    let key = *next_key;
+    *next_key += 1;
+    Open {
+        key,
+        stream,
+        inc,
+        last_seq: f.seq,
+        last_at_ms: f.at_ms,
+        headline_rule: None,
+        reported: false,
+    }
+}
+
+/// Adds an open Xid incident, closing the oldest when `max` are open.
+fn push_xid(xids: &mut Vec<Open>, o: Open, max: usize, done: &mut Vec<Update>) {
+    if xids.len() >= max {
+        let old = xids.remove(0);
+        done.push(close(old));
+    }
+    xids.push(o);
+}
+
+fn lookup_identity(ids: &BTreeMap<String, String>, pci: &str) -> Option<String> {
+    ids.iter()
+        .find(|(p, _)| xidparse::same_bus(p, pci))
+        .map(|(_, u)| u.clone())
+}
+
+pub(super) fn close(o: Open) -> Update {
+    Update {
+        key: o.key,
+        stream: o.stream,
+        incident: o.inc,
+        closed: true,
+        first: !o.reported,
+    }
+}
+
+fn new_incident(
+    f: &Finding,
+    kind: Kind,
+    category: &str,
+    blame: Blame,
+    hint: &str,
+    cfg: &EngineConfig,
+) -> Incident {
+    Incident {
+        kind,
+        category: category.to_owned(),
+        xid: None,
+        pci: None,
+        pid: None,
+        assertion: None,
+        kernel_file: None,
+        python_frame: None,
+        message: None,
+        first_line: f.line,
+        last_line: f.line,
+        blame,
+        hint: hint.to_owned(),
+        process_name: None,
+        gpu_uuid: None,
+        block: None,
+        thread: None,
+        evidence_lines: 1,
+        assert_sites: Vec::new(),
+        first_offset: f.offset,
+        excerpt: vec![truncate_utf8(&f.text, cfg.excerpt_line_bytes)],
+        excerpt_truncated: false,
+        first_at_ms: f.at_ms,
+        anchor: f.offset.map(|o| (o, crc32fast::hash(f.text.as_bytes()))),
+    }
+}
+
+fn extend(o: &mut Open, f: &Finding, cfg: &EngineConfig) {
+    o.inc.evidence_lines += 1;
+    o.inc.last_line = o.inc.last_line.max(f.line);
+    o.last_seq = o.last_seq.max(f.seq);
+    o.last_at_ms = o.last_at_ms.max(f.at_ms);
+    push_excerpt(&mut o.inc, &f.text, cfg);
+}
+
+fn push_excerpt(inc: &mut Incident, text: &str, cfg: &EngineConfig) {
+    if inc.excerpt.len() < cfg.excerpt_lines {
+        inc.excerpt
+            .push(truncate_utf8(text, cfg.excerpt_line_bytes));
+    } else {
+        inc.excerpt_truncated = true;
+    }
+}
+
+fn add_site(o: &mut Open, site: &Site<'_>, cfg: &EngineConfig) {
+    let Site {
+        kernel_file,
+        assertion,
+        block,
+        thread,
+        category,
+        hint,
+    } = *site;
+    let inc = &mut o.inc;
+    if inc.assertion.is_none() {
+        inc.assertion = Some(truncate_utf8(assertion, cfg.excerpt_line_bytes));
+        inc.kernel_file.clone_from(kernel_file);
+        inc.block = block;
+        inc.thread = thread;
+    }
+    if inc.category == "unknown" && category != "unknown" {
+        inc.category = category.to_owned();
+        inc.hint = hint.to_owned();
+    }
+    if let Some(s) = inc
+        .assert_sites
+        .iter_mut()
+        .find(|s| s.assertion == assertion && &s.kernel_file == kernel_file)
+    {
+        s.threads += 1;
+    } else if inc.assert_sites.len() < cfg.max_assert_sites {
+        inc.assert_sites.push(AssertSite {
+            kernel_file: kernel_file.clone(),
+            assertion: truncate_utf8(assertion, cfg.excerpt_line_bytes),
+            threads: 1,
+            first_block: block,
+            first_thread: thread,
+        });
+    }
+}
+
+/// Gives the incident the traceback that ended just before logical position `seq`, if any.
+fn attach_traceback(tb: &mut PendingTraceback, o: &mut Open, seq: u64, cfg: &EngineConfig) {
+    let Some(start) = tb.start_line else { return };
+    if tb.frames.is_empty() || seq > tb.last_seq + cfg.traceback_attach_lines || seq < tb.last_seq {
+        return;
+    }
+    if let Some((file, l, _)) = tb.frames.iter().rev().find(|(_, _, user)| *user) {
+        o.inc.python_frame = Some(format!("{file}:{l}"));
+    }
+    let tb_lines: Vec<String> = tb.lines.drain(..).collect();
+    if start < o.inc.first_line {
+        // The traceback precedes the incident's first line: it leads the excerpt.
+        o.inc.first_line = start;
+        o.inc.first_offset = tb.start_offset.or(o.inc.first_offset);
+        let mut excerpt = tb_lines;
+        excerpt.append(&mut o.inc.excerpt);
+        excerpt.truncate(cfg.excerpt_lines);
+        o.inc.excerpt = excerpt;
+    } else {
+        for l in tb_lines {
+            push_excerpt(&mut o.inc, &l, cfg);
+        }
+    }
+    *tb = PendingTraceback::default();
+}

@@ -119,7 +119,7 @@ pub fn run(cli: Cli) -> ExitCode {
             config,
             log_format,
             web_config,
-        } => crate::app::main(config, log_format, web_config),
+        } => cmd_run(config, log_format, web_config),
         Command::CheckConfig { file } => match config::load(&file) {
             Ok(_) => {
                 println!("{}: OK", file.display());
@@ -150,6 +150,40 @@ pub fn run(cli: Cli) -> ExitCode {
             format,
         } => cmd_replay(&manifest, mode, config, format),
     }
+}
+
+/// `assertwatch run`: validates the configuration (exit 2 naming every bad field), then runs.
+fn cmd_run(
+    config_path: Option<PathBuf>,
+    log_format: LogFormat,
+    web_config: Option<PathBuf>,
+) -> ExitCode {
+    crate::logging::init(log_format == LogFormat::Json);
+    let cfg = match &config_path {
+        Some(p) => config::load(p),
+        None => config::default_config(),
+    };
+    let cfg = match cfg {
+        Ok(c) => c,
+        Err(e) => {
+            print_config_error(&e);
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    if let Some(w) = &web_config {
+        if let Err(e) = assertwatch_web::validate_web_config_file(w) {
+            eprintln!("assertwatch: invalid web config: {e:#}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
+    crate::app::main(
+        cfg,
+        crate::app::RunOptions {
+            config_path,
+            web_config,
+            ..Default::default()
+        },
+    )
 }
 
 /// Prints each configuration issue on its own line.

@@ -3,17 +3,21 @@
 //! # Data flow
 //!
 //! ```text
-//!  sources                 detect                incidents              sinks / actions
-//!  training logs ──┐                          ┌─ Engine: grouping,   ┌─ /metrics
-//!  kernel log ─────┼─▶ DetectorSet: literal ──┤  correlation         ├─ store (SQLite)
-//!  (NVML events) ──┘   gate + family regexes  └─ store + fan-out ───┼─ HTTP API and page
-//!                                                                    └─ (Alertmanager, replay)
+//!  sources              detect               incidents (one task)              sinks (own tasks)
+//!  training logs ─┐                       ┌─ streams → engine → limits ─┐   ┌─ metrics
+//!  kernel log ────┼─▶ DetectorSet: literal│                             │   ├─ Alertmanager
+//!  NVML events ───┘   gate + family rules └─ recorder (store thread) ───┴──▶├─ replay requester ─▶ actions::repro
+//!                                                                            └─ GPU probe            │
+//!                                             replay results ◀───────────────────────────────────────┘
+//!  HTTP (/metrics, API, page) reads the registry and the store through its own read-only connection.
 //! ```
 //!
 //! - [`sources`]: reading bytes (bounded chunks), decoding formats, numbering lines.
 //! - [`detect`]: the rule table, parsers of assert/Xid/traceback lines, the Xid catalog.
-//! - [`incidents`]: the grouping engine (a plain struct, shared by `scan` and the daemon).
-//! - [`scan`]: the one-shot command; [`app`]: the daemon.
+//! - [`incidents`]: the stages from findings to stored incidents; the engine is shared by `scan`.
+//! - [`sinks`]: every consumer of incidents, behind [`sinks::IncidentSink`].
+//! - [`actions`]: the replay runner. [`model`]: values that cross these boundaries.
+//! - [`scan`]: the one-shot command; [`app`]: the daemon's assembly; [`cli`]: the edge.
 
 pub mod actions;
 pub mod app;
@@ -24,6 +28,7 @@ pub mod fsutil;
 pub mod http;
 pub mod incidents;
 pub mod lifecycle;
+pub mod logging;
 pub mod metrics;
 pub mod model;
 pub mod privilege;

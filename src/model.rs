@@ -3,8 +3,19 @@
 //! Nothing here does I/O or knows about tasks; sources, detection, the incident engine, the
 //! store and the sinks all speak in these types, so each of them can be tested alone.
 
+mod record;
+
+pub use record::{
+    AttemptReport, ExceptionReport, GpuRef, IncidentRecord, IncidentSource, KernelAssertionReport,
+    KernelSourceKind, NvmlSourceKind, ReplayDone, ReproReport,
+};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::fmt;
+
+/// Text that is usually a built-in constant (a family name, a hint) and only sometimes owned
+/// (user rules): no allocation per finding for the built-in case.
+pub type RuleText = Cow<'static, str>;
 
 /// The incident families of the public contract (`scan --format jsonl`, the API, metrics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -115,16 +126,16 @@ pub enum Evidence {
         assertion: String,
         block: Option<[u32; 3]>,
         thread: Option<[u32; 3]>,
-        category: String,
-        hint: String,
+        category: RuleText,
+        hint: RuleText,
     },
     /// The headline of a failure (an exception line, an NCCL error, a numeric blow-up).
     Headline {
         kind: Kind,
-        category: String,
+        category: RuleText,
         blame: Blame,
-        hint: String,
-        rule: String,
+        hint: RuleText,
+        rule: RuleText,
     },
     /// A line that belongs to an open failure but never starts one (hint lines, C++ frames).
     Continuation,

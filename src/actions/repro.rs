@@ -3,10 +3,12 @@
 //! The replay itself — manifest validation, the ladder of modes, process isolation, limits —
 //! lives in the `assertwatch-repro` crate; this module adapts the daemon's configuration to it,
 //! runs requests on their own task behind a small bounded queue (a full queue answers
-//! `skipped`/`queue_full` at once), and hands results back to the pipeline.
+//! `skipped`/`queue_full` at once), and hands results back to the incident task. Requests come from the replay sink
+//! (`sinks::repro`).
 
 use crate::config::ReproConfig as OurConfig;
-use assertwatch_repro::{Metrics, Mode, ReproConfig, ReproRequest, ReproResult, ReproRunner};
+use crate::model::{ReplayDone, ReproReport};
+use assertwatch_repro::{Metrics, Mode, ReproConfig, ReproRequest, ReproRunner};
 use std::path::Path;
 use tokio::sync::mpsc;
 
@@ -18,13 +20,6 @@ pub const QUEUE: usize = 16;
 pub struct Job {
     pub incident_id: i64,
     pub request: ReproRequest,
-}
-
-/// A finished replay for the pipeline to attach.
-#[derive(Debug)]
-pub struct Done {
-    pub incident_id: i64,
-    pub result: ReproResult,
 }
 
 /// The CUDA health probe before a GPU-mode replay: a replay on a broken GPU would blame the job.
@@ -100,7 +95,7 @@ pub async fn run(
     runner: ReproRunner,
     max_concurrent: usize,
     mut jobs: mpsc::Receiver<Job>,
-    done: mpsc::Sender<Done>,
+    done: mpsc::Sender<ReplayDone>,
 ) {
     let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(max_concurrent.max(1)));
     while let Some(job) = jobs.recv().await {
@@ -113,12 +108,16 @@ pub async fn run(
             let result = r.run_for(job.request).await;
             drop(permit);
             tracing::info!(incident = job.incident_id, outcome = ?result.outcome, frame = ?result.python_frame, "Reproduction finished.");
-            let _ = done
-                .send(Done {
-                    incident_id: job.incident_id,
-                    result,
-                })
-                .await;
+            let done_msg = ReplayDone {
+                incident_id: job.incident_id,
+                report: ReproReport::from(&result),
+            };
+            if done.send(done_msg).await.is_err() {
+                tracing::debug!(
+                    incident = job.incident_id,
+                    "Replay result dropped at shutdown."
+                );
+            }
         });
     }
 }

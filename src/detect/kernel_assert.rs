@@ -59,8 +59,8 @@ pub fn parse(line: &str) -> Option<Evidence> {
         assertion,
         block,
         thread,
-        category: category.to_owned(),
-        hint: hint.to_owned(),
+        category: category.into(),
+        hint: hint.into(),
     })
 }
 
@@ -93,7 +93,7 @@ mod tests {
                 assertion,
                 category,
                 ..
-            }) => (kernel_file, assertion, category),
+            }) => (kernel_file, assertion, category.into_owned()),
             other => panic!("not an assert: {other:?}"),
         }
     }

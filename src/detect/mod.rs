@@ -245,10 +245,10 @@ impl DetectorSet {
             if r.regex.is_match(line) {
                 return Some(Evidence::Headline {
                     kind: r.kind,
-                    category: r.category.clone(),
+                    category: r.category.clone().into(),
                     blame: r.blame,
-                    hint: r.hint.clone(),
-                    rule: r.name.clone(),
+                    hint: r.hint.clone().into(),
+                    rule: r.name.clone().into(),
                 });
             }
         }
@@ -262,10 +262,10 @@ impl DetectorSet {
         if let Some(r) = best {
             return Some(Evidence::Headline {
                 kind: r.kind,
-                category: r.category.to_owned(),
+                category: r.category.into(),
                 blame: r.blame,
-                hint: r.hint.to_owned(),
-                rule: r.name.to_owned(),
+                hint: r.hint.into(),
+                rule: r.name.into(),
             });
         }
         if has(Owner::Numeric) {

@@ -31,13 +31,13 @@ fn patterns() -> &'static Patterns {
     })
 }
 
-fn headline(category: &str, hint: &str) -> Evidence {
+fn headline(category: &'static str, hint: &'static str) -> Evidence {
     Evidence::Headline {
         kind: Kind::Numeric,
-        category: category.to_owned(),
+        category: category.into(),
         blame: Blame::Application,
-        hint: hint.to_owned(),
-        rule: category.to_owned(),
+        hint: hint.into(),
+        rule: category.into(),
     }
 }
 
@@ -101,7 +101,7 @@ mod tests {
 
     fn cat(line: &str) -> Option<String> {
         match parse(line, 1.0) {
-            Some(Evidence::Headline { category, .. }) => Some(category),
+            Some(Evidence::Headline { category, .. }) => Some(category.into_owned()),
             _ => None,
         }
     }

@@ -1,7 +1,8 @@
 //! The HTTP listener: `/metrics`, `/healthz`, `/readyz`, the incidents API and the page.
 //!
-//! Handlers only read: the metrics registry, the store and the readiness latches. Nothing here
-//! waits on NVML or on the pipeline, so a scrape answers even while the daemon is busy.
+//! Handlers only read: the metrics registry, the store (through a read-only connection of
+//! their own, on blocking threads) and the readiness latches. Nothing here waits on NVML, on the
+//! incident task or on the store's writer, so a scrape answers even while the disk stalls.
 
 mod page;
 
@@ -16,10 +17,35 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use std::sync::Arc;
 
+/// The page's GPU rows from the latest GPU snapshot.
+pub fn gpu_rows(
+    snapshot: tokio::sync::watch::Receiver<Arc<assertwatch_gpu::GpuSnapshot>>,
+) -> Arc<dyn Fn() -> Vec<GpuRow> + Send + Sync> {
+    Arc::new(move || {
+        let s = snapshot.borrow().clone();
+        s.gpus
+            .iter()
+            .map(|g| GpuRow {
+                index: g.id.index,
+                name: g.info.name.clone().unwrap_or_default(),
+                uuid: g.id.uuid.clone(),
+                status: if g.lost { "lost".into() } else { "ok".into() },
+            })
+            .collect()
+    })
+}
+
+/// Whether the incidents API and page may be served: always on a loopback address; elsewhere
+/// only behind basic auth or when `http.expose_api` says so (excerpts can hold user data).
+pub fn api_allowed(listen: std::net::SocketAddr, authenticated: bool, expose_api: bool) -> bool {
+    listen.ip().is_loopback() || authenticated || expose_api
+}
+
 /// What handlers can read.
 #[derive(Clone)]
 pub struct HttpState {
     pub metrics: Metrics,
+    /// A read-only connection of its own: readers never wait for the writer thread.
     pub store: Arc<Store>,
     pub readiness: Readiness,
     pub node: String,

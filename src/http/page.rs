@@ -1,7 +1,7 @@
 //! `GET /`: a small server-rendered page for people — GPUs, recent incidents with their hint and
 //! reproduction result. No JavaScript; every value from a log is HTML-escaped.
 
-use crate::incidents::store::IncidentRecord;
+use crate::model::IncidentRecord;
 use std::fmt::Write;
 
 /// One GPU line on the page.
@@ -83,9 +83,7 @@ td,th{{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-a
             let repro = r
                 .repro
                 .as_ref()
-                .and_then(|v| v.get("outcome"))
-                .and_then(|v| v.as_str())
-                .map(escape)
+                .map(|v| escape(v.outcome.as_str()))
                 .unwrap_or_else(|| "—".into());
             let _ = write!(
                 h,

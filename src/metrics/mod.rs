@@ -38,6 +38,8 @@ pub struct Metrics {
     pub repro_runs: IntCounterVec,
     pub repro_duration: HistogramVec,
     pub series_dropped: IntCounterVec,
+    pub sink_events: IntCounterVec,
+    pub sink_dropped: IntCounterVec,
     guard: SeriesGuard,
 }
 
@@ -253,6 +255,18 @@ impl Metrics {
                 "Label sets not created because their family reached limits.max_series_per_family.",
                 &["family"],
             ),
+            sink_events: counter_vec(
+                &r,
+                "assertwatch_sink_events_total",
+                "Incident changes delivered to a sink (alertmanager, replay, probe, metrics, …).",
+                &["sink"],
+            ),
+            sink_dropped: counter_vec(
+                &r,
+                "assertwatch_sink_dropped_total",
+                "Incident changes a sink never saw because its queue was full (the sink was too slow).",
+                &["sink"],
+            ),
             guard: SeriesGuard {
                 max: std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(500)),
                 seen: Default::default(),
@@ -302,4 +316,30 @@ impl Default for Metrics {
     fn default() -> Self {
         Metrics::new()
     }
+}
+
+/// Mirrors the tailer's count of failed checkpoint writes into `counter` once a second until
+/// `stop`. The counter may also count other checkpoint failures; only the tailer's increase is
+/// added here.
+pub fn mirror_counter(
+    stats: std::sync::Arc<assertwatch_tail::TailStats>,
+    counter: IntCounter,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    tokio::spawn(async move {
+        let mut seen = 0;
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+            }
+            let now = stats
+                .checkpoint_write_errors
+                .load(std::sync::atomic::Ordering::Relaxed);
+            if now > seen {
+                counter.inc_by(now - seen);
+                seen = now;
+            }
+        }
+    });
 }

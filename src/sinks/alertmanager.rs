@@ -7,10 +7,72 @@
 //! re-send, resolve, retries, HA fan-out) lives in the `assertwatch-alertmanager` crate.
 
 use crate::config::{AlertAuth, AlertmanagerConfig};
-use crate::incidents::store::IncidentRecord;
-use crate::model::{Blame, Kind};
-use assertwatch_alertmanager::{Alert, Auth, TlsConfig};
+use crate::model::{Blame, IncidentRecord, Kind};
+use crate::sinks::{IncidentEvent, IncidentSink};
+use assertwatch_alertmanager::{Alert, Auth, NotifierHandle, TlsConfig};
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::time::Instant;
+
+/// The Alertmanager sink: fires an alert for every stored incident change and resolves each
+/// alert `hold` after its last incident activity. The push itself (queue, re-sends, retries, HA
+/// fan-out) is the notifier's, on its own task.
+pub struct AlertSink {
+    handle: NotifierHandle,
+    runbook_base: String,
+    api_base: String,
+    hold: Duration,
+    deadlines: HashMap<String, Instant>,
+}
+
+impl AlertSink {
+    /// `api_base` is this daemon's URL, for the links in the alert.
+    pub fn new(
+        handle: NotifierHandle,
+        runbook_base: String,
+        api_base: String,
+        hold: Duration,
+    ) -> Self {
+        AlertSink {
+            handle,
+            runbook_base,
+            api_base,
+            hold,
+            deadlines: HashMap::new(),
+        }
+    }
+}
+
+impl IncidentSink for AlertSink {
+    fn name(&self) -> &'static str {
+        "alertmanager"
+    }
+
+    async fn handle(&mut self, event: Arc<IncidentEvent>) {
+        let (key, alert) = alert_for(&event.record, &self.runbook_base, &self.api_base);
+        self.deadlines
+            .insert(key.clone(), Instant::now() + self.hold);
+        self.handle.fire(key, alert);
+    }
+
+    fn tick_every(&self) -> Option<Duration> {
+        Some(Duration::from_millis(250))
+    }
+
+    async fn tick(&mut self) {
+        let now = Instant::now();
+        let handle = &self.handle;
+        self.deadlines.retain(|key, due| {
+            if *due <= now {
+                handle.resolve(key);
+                false
+            } else {
+                true
+            }
+        });
+    }
+}
 
 /// The alert name for an incident (one per kind; Xids split by blame).
 pub fn alert_name(kind: Kind, blame: Blame, xid: Option<u32>) -> &'static str {
@@ -119,16 +181,12 @@ pub fn alert_for(rec: &IncidentRecord, runbook_base: &str, api_base: &str) -> (S
         a = a.annotation("assertion", format!("{x}{at}"));
     }
     if let Some(r) = &rec.repro {
-        let outcome = r
-            .get("outcome")
-            .and_then(|v| v.as_str())
-            .unwrap_or("unknown");
         let line = r
-            .get("python_frame")
-            .and_then(|v| v.as_str())
+            .python_frame
+            .as_deref()
             .map(|f| format!(" at {f}"))
             .unwrap_or_default();
-        a = a.annotation("repro", format!("{outcome}{line}"));
+        a = a.annotation("repro", format!("{}{line}", r.outcome.as_str()));
     }
     a = a.generator_url(format!("{api_base}/api/v1/incidents/{}", rec.id));
     let key = format!(

@@ -1,0 +1,246 @@
+//! The incident as it leaves the engine: identity, place, GPU and replay result, typed.
+//!
+//! `IncidentRecord` is what the store keeps, the API serves and every sink receives. Each field
+//! that used to be loose JSON has its own type here, so the store, the sinks and the page agree on
+//! one shape and the compiler checks it.
+
+use super::Incident;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Where an incident's first line came from. Serialised as the API's `source` object:
+/// `{path, offset}`, `{kind: "kmsg", seq}` or `{kind: "nvml"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum IncidentSource {
+    /// A tailed file, at the byte offset of the incident's first line.
+    File { path: String, offset: u64 },
+    /// The kernel log: the record sequence (`/dev/kmsg`) or byte offset (a file).
+    Kernel { kind: KernelSourceKind, seq: u64 },
+    /// An NVML event with no kernel-log line.
+    Nvml { kind: NvmlSourceKind },
+}
+
+/// The `kind: "kmsg"` tag of [`IncidentSource::Kernel`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelSourceKind {
+    Kmsg,
+}
+
+/// The `kind: "nvml"` tag of [`IncidentSource::Nvml`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NvmlSourceKind {
+    Nvml,
+}
+
+impl IncidentSource {
+    pub fn file(path: impl Into<String>, offset: u64) -> Self {
+        IncidentSource::File {
+            path: path.into(),
+            offset,
+        }
+    }
+
+    pub fn kmsg(seq: u64) -> Self {
+        IncidentSource::Kernel {
+            kind: KernelSourceKind::Kmsg,
+            seq,
+        }
+    }
+
+    pub fn nvml() -> Self {
+        IncidentSource::Nvml {
+            kind: NvmlSourceKind::Nvml,
+        }
+    }
+
+    /// The log file, for incidents read from one.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            IncidentSource::File { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+}
+
+/// The GPU an incident concerns, where known.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuRef {
+    pub index: Option<u32>,
+    pub uuid: Option<String>,
+    pub pci_bus_id: Option<String>,
+}
+
+/// An incident as the store keeps it and the API serves it: the `scan` fields plus identity and
+/// context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IncidentRecord {
+    pub id: i64,
+    /// When the incident was first recorded (RFC 3339, UTC).
+    pub time: String,
+    pub node: String,
+    pub source: IncidentSource,
+    /// The configured log source name (`logs[].name`), `kernel` or `nvml`.
+    pub source_name: String,
+    pub namespace: Option<String>,
+    pub pod: Option<String>,
+    pub container: Option<String>,
+    pub gpu: Option<GpuRef>,
+    pub related: Vec<i64>,
+    pub repro: Option<ReproReport>,
+    /// The incident is still collecting lines.
+    pub open: bool,
+    #[serde(flatten)]
+    pub incident: Incident,
+}
+
+/// A replay's answer as attached to an incident (`repro` in the API), in the outcome classes of
+/// the reproduction contract. Fields the runner did not reach are null.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReproReport {
+    pub outcome: assertwatch_repro::Outcome,
+    pub reason: Option<String>,
+    /// The mode of the decisive attempt.
+    #[serde(default)]
+    pub mode: Option<assertwatch_repro::Mode>,
+    #[serde(default)]
+    pub attempts: Vec<AttemptReport>,
+    /// `file:line` of the failing user frame: the real one, found synchronously.
+    #[serde(default)]
+    pub python_frame: Option<String>,
+    #[serde(default)]
+    pub exception: Option<ExceptionReport>,
+    #[serde(default)]
+    pub kernel_assertion: Option<KernelAssertionReport>,
+    /// `step.global_step` of the decisive attempt.
+    #[serde(default)]
+    pub step: Option<u64>,
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    #[serde(default)]
+    pub result_path: Option<PathBuf>,
+}
+
+/// A finished replay on its way back to the incident it was run for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayDone {
+    pub incident_id: i64,
+    pub report: ReproReport,
+}
+
+/// One attempt of the replay ladder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptReport {
+    pub mode: assertwatch_repro::Mode,
+    pub outcome: assertwatch_repro::Outcome,
+    pub reason: Option<String>,
+    pub step: u64,
+    pub duration_s: f64,
+    pub manifest: PathBuf,
+    pub result_path: Option<PathBuf>,
+}
+
+/// The exception the replay raised.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExceptionReport {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub message: String,
+}
+
+/// The first device assertion the replay captured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelAssertionReport {
+    pub location: String,
+    pub function: Option<String>,
+    pub assertion: Option<String>,
+    pub threads: Option<u64>,
+}
+
+/// Milliseconds rounded the way the API has always shown durations.
+fn secs(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+impl ReproReport {
+    /// A replay that did not run, with the reason (`queue_full`, …).
+    pub fn skipped(reason: &str) -> Self {
+        ReproReport {
+            outcome: assertwatch_repro::Outcome::Skipped,
+            reason: Some(reason.to_owned()),
+            mode: None,
+            attempts: Vec::new(),
+            python_frame: None,
+            exception: None,
+            kernel_assertion: None,
+            step: None,
+            duration_s: None,
+            result_path: None,
+        }
+    }
+}
+
+impl From<&assertwatch_repro::ReproResult> for ReproReport {
+    fn from(r: &assertwatch_repro::ReproResult) -> Self {
+        ReproReport {
+            outcome: r.outcome,
+            reason: r.reason.clone(),
+            mode: r.mode,
+            attempts: r
+                .attempts
+                .iter()
+                .map(|a| AttemptReport {
+                    mode: a.mode,
+                    outcome: a.outcome,
+                    reason: a.reason.clone(),
+                    step: a.step,
+                    duration_s: secs(a.duration),
+                    manifest: a.manifest.clone(),
+                    result_path: a.result_path.clone(),
+                })
+                .collect(),
+            python_frame: r.python_frame.clone(),
+            exception: r.exception.as_ref().map(|e| ExceptionReport {
+                kind: e.kind.clone(),
+                message: e.message.clone(),
+            }),
+            kernel_assertion: r.kernel_assertion.as_ref().map(|k| KernelAssertionReport {
+                location: k.location.clone(),
+                function: k.function.clone(),
+                assertion: k.assertion.clone(),
+                threads: k.threads,
+            }),
+            step: r.step,
+            duration_s: Some(secs(r.duration)),
+            result_path: r.result_path.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_serialises_as_the_api_always_did() {
+        let f = serde_json::to_value(IncidentSource::file("/x.log", 5)).unwrap();
+        assert_eq!(f, serde_json::json!({"path": "/x.log", "offset": 5}));
+        let k = serde_json::to_value(IncidentSource::kmsg(7)).unwrap();
+        assert_eq!(k, serde_json::json!({"kind": "kmsg", "seq": 7}));
+        let n = serde_json::to_value(IncidentSource::nvml()).unwrap();
+        assert_eq!(n, serde_json::json!({"kind": "nvml"}));
+        for v in [f, k, n] {
+            let back: IncidentSource = serde_json::from_value(v.clone()).unwrap();
+            assert_eq!(serde_json::to_value(back).unwrap(), v);
+        }
+    }
+
+    #[test]
+    fn skipped_report_round_trips_from_its_short_form() {
+        let short = serde_json::json!({"outcome": "skipped", "reason": "queue_full"});
+        let r: ReproReport = serde_json::from_value(short).unwrap();
+        assert_eq!(r, ReproReport::skipped("queue_full"));
+    }
+}

@@ -28,6 +28,19 @@ use crate::metrics::Metrics;
 use crate::process::{self, ChildSpec, Identity, MemoryScope, ResourceLimits};
 use crate::result::{self, AttemptResult, ExceptionInfo, KernelAssertion};
 
+/// `error` and its causes, outermost first, joined by `": "` (what `anyhow` prints for `{:#}`),
+/// for log lines: each error's own text names only its own context.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 /// How a step is replayed. Spelled as in the manifest contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Mode {
@@ -396,7 +409,7 @@ impl ReproRunner {
             Ok(m) => m,
             Err(e) => {
                 self.reject(&e);
-                tracing::warn!(error = %e, "Debug-state manifest rejected.");
+                tracing::warn!(error = %error_chain(&e), "Debug-state manifest rejected.");
                 return self.early(Outcome::HarnessError, e.reason(), t0);
             }
         };
@@ -445,7 +458,7 @@ impl ReproRunner {
         let search = discover::find(&cfg.roots, &key, &cfg.manifest);
         for e in &search.rejected {
             self.reject(e);
-            tracing::debug!(error = %e, "Debug-state manifest rejected.");
+            tracing::debug!(error = %error_chain(&e), "Debug-state manifest rejected.");
         }
         let Some(found) = search.found else {
             return self.early(Outcome::NoDebugState, "no_manifest", t0);
@@ -817,7 +830,7 @@ impl ReproRunner {
             Ok(id) => id,
             Err(e) => {
                 self.reject(&e);
-                tracing::warn!(error = %e, "Debug-state manifest rejected.");
+                tracing::warn!(error = %error_chain(&e), "Debug-state manifest rejected.");
                 return finish(
                     attempt,
                     Outcome::HarnessError,
@@ -830,7 +843,7 @@ impl ReproRunner {
         let (attempt_dir, out_dir) = match self.attempt_dirs(dir, n, mode, identity) {
             Ok(d) => d,
             Err(e) => {
-                tracing::warn!(dir = %dir.display(), error = %e, "Cannot create the replay directory.");
+                tracing::warn!(dir = %dir.display(), error = %error_chain(&e), "Cannot create the replay directory.");
                 return finish(
                     attempt,
                     Outcome::HarnessError,
@@ -889,7 +902,7 @@ impl ReproRunner {
         let report = match process::run(&spec) {
             Ok(r) => r,
             Err(e) => {
-                tracing::warn!(error = %e, "Cannot start the replay harness.");
+                tracing::warn!(error = %error_chain(&e), "Cannot start the replay harness.");
                 return finish(
                     attempt,
                     Outcome::HarnessError,

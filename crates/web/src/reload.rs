@@ -206,7 +206,7 @@ impl Reloader {
             Err(e) => {
                 tracing::error!(
                     path = %self.path.display(),
-                    error = %e,
+                    error = %crate::error_chain(&e),
                     "The changed web config is invalid; keeping the previous one."
                 );
             }

@@ -673,7 +673,7 @@ impl ReproRunner {
                 path: m.path.clone(),
             });
         }
-        // SAFETY: geteuid has no preconditions.
+        // SAFETY: geteuid takes no arguments, touches no memory and cannot fail (POSIX).
         let euid = unsafe { libc::geteuid() };
         if euid == 0 {
             // job.uid/gid are range-checked to at most 2^32 - 2 by the manifest rules.

@@ -9,6 +9,8 @@
 //! [`serve`] runs an axum router on a listener with all of that, re-reading the config file and
 //! the certificate files when they change.
 
+#![forbid(unsafe_code)]
+
 mod auth;
 mod config;
 mod reload;

@@ -43,6 +43,7 @@ mod config;
 mod limits;
 mod metrics;
 mod notifier;
+mod queue;
 mod receiver;
 mod transport;
 

@@ -13,7 +13,7 @@ use tokio::time::{interval_at, sleep, timeout, Instant, MissedTickBehavior};
 
 use crate::config::AlertmanagerConfig;
 use crate::metrics::DropReason;
-use crate::notifier::{Batch, Shared};
+use crate::queue::{Batch, Shared};
 use crate::transport::{error_chain, Transport};
 
 /// The timing part of the configuration, copied into each receiver.

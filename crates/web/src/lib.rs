@@ -13,6 +13,7 @@
 
 mod auth;
 mod config;
+mod credentials;
 mod reload;
 mod tls;
 

@@ -7,8 +7,8 @@
 //! file reads on the request path. Stamps follow symlinks, so the atomic `..data` symlink swap
 //! of a Kubernetes Secret volume is seen as a change.
 
-use crate::auth::{CredentialCache, Users, BCRYPT_CONCURRENCY};
 use crate::config::{load_web_config, WebConfig};
+use crate::credentials::{CredentialCache, Users, BCRYPT_CONCURRENCY};
 use crate::tls::build_server_config;
 use crate::WebError;
 use axum::http::{HeaderName, HeaderValue};

@@ -43,8 +43,9 @@ pub enum WebError {
     #[error("web config {path}")]
     Tls {
         path: PathBuf,
+        /// Boxed: rustls's errors are large, and this one is rare.
         #[source]
-        source: TlsError,
+        source: Box<TlsError>,
     },
     #[error("HTTP listener")]
     Listener(#[source] std::io::Error),
@@ -286,11 +287,11 @@ mod tests {
     fn each_cause_is_printed_once_under_alternate_format() {
         let err = WebError::Tls {
             path: PathBuf::from("web.yml"),
-            source: TlsError::Read {
+            source: Box::new(TlsError::Read {
                 field: "cert_file",
                 path: PathBuf::from("missing.crt"),
                 source: io_error(),
-            },
+            }),
         };
         let text = format!("{:#}", anyhow::Error::from(err));
         assert_eq!(

@@ -44,7 +44,7 @@ impl Active {
             None => None,
             Some(t) => Some(build_server_config(t).map_err(|source| WebError::Tls {
                 path: origin.to_path_buf(),
-                source,
+                source: Box::new(source),
             })?),
         };
         let mut headers = Vec::new();

@@ -50,34 +50,23 @@ fn chown_tree(dir: &Path, uid: u32, gid: u32) -> Result<(), PrivilegeError> {
 
 /// Gives `state_dir` to `user` and drops to it. A no-op when not running as root.
 pub fn drop_to(user: &RunAs, state_dir: &Path) -> Result<(), PrivilegeError> {
-    // SAFETY: plain libc calls on integers; errors are read from errno right after each call.
-    unsafe {
-        if libc::geteuid() != 0 {
-            return Ok(());
+    use nix::unistd::{geteuid, setgid, setgroups, setuid, Gid, Uid};
+    let call = |call: &'static str| {
+        move |e: nix::errno::Errno| PrivilegeError::Call {
+            call,
+            source: e.into(),
         }
-        chown_tree(state_dir, user.uid, user.gid)?;
-        let groups = [user.gid];
-        if libc::setgroups(1, groups.as_ptr()) != 0 {
-            return Err(PrivilegeError::Call {
-                call: "setgroups",
-                source: std::io::Error::last_os_error(),
-            });
-        }
-        if libc::setgid(user.gid) != 0 {
-            return Err(PrivilegeError::Call {
-                call: "setgid",
-                source: std::io::Error::last_os_error(),
-            });
-        }
-        if libc::setuid(user.uid) != 0 {
-            return Err(PrivilegeError::Call {
-                call: "setuid",
-                source: std::io::Error::last_os_error(),
-            });
-        }
-        if user.uid != 0 && libc::setuid(0) == 0 {
-            return Err(PrivilegeError::NotDropped(user.uid));
-        }
+    };
+    if !geteuid().is_root() {
+        return Ok(());
+    }
+    chown_tree(state_dir, user.uid, user.gid)?;
+    let gid = Gid::from_raw(user.gid);
+    setgroups(&[gid]).map_err(call("setgroups"))?;
+    setgid(gid).map_err(call("setgid"))?;
+    setuid(Uid::from_raw(user.uid)).map_err(call("setuid"))?;
+    if user.uid != 0 && setuid(Uid::from_raw(0)).is_ok() {
+        return Err(PrivilegeError::NotDropped(user.uid));
     }
     Ok(())
 }

@@ -36,11 +36,14 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod alert;
 mod config;
 mod limits;
 mod metrics;
 mod notifier;
+mod queue;
 mod receiver;
 mod transport;
 

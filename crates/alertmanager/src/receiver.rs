@@ -13,8 +13,8 @@ use tokio::time::{interval_at, sleep, timeout, Instant, MissedTickBehavior};
 
 use crate::config::AlertmanagerConfig;
 use crate::metrics::DropReason;
-use crate::notifier::{Batch, Shared};
-use crate::transport::Transport;
+use crate::queue::{Batch, Shared};
+use crate::transport::{error_chain, Transport};
 
 /// The timing part of the configuration, copied into each receiver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,10 +151,10 @@ impl<T: Transport> Receiver<T> {
                     self.shared.put_back(self.index, entries);
                     let delay = backoff.next_delay();
                     if failing {
-                        tracing::debug!(receiver = %self.label, error = %err, ?delay,
+                        tracing::debug!(receiver = %self.label, error = %error_chain(&err), ?delay,
                             "Alert push failed again; retrying.");
                     } else {
-                        tracing::warn!(receiver = %self.label, error = %err, ?delay,
+                        tracing::warn!(receiver = %self.label, error = %error_chain(&err), ?delay,
                             "Alert push failed; alerts are kept and retried.");
                         failing = true;
                     }
@@ -166,7 +166,7 @@ impl<T: Transport> Receiver<T> {
                 Err(err) => {
                     metrics.failed(&self.label);
                     metrics.dropped(DropReason::Rejected, count as u64);
-                    tracing::warn!(receiver = %self.label, error = %err, alerts = count,
+                    tracing::warn!(receiver = %self.label, error = %error_chain(&err), alerts = count,
                         "Alertmanager refused alerts; they are not retried.");
                 }
             }
@@ -185,7 +185,7 @@ impl<T: Transport> Receiver<T> {
                     Ok(()) => self.shared.metrics.sent(&self.label),
                     Err(err) => {
                         self.shared.metrics.failed(&self.label);
-                        tracing::warn!(receiver = %self.label, error = %err,
+                        tracing::warn!(receiver = %self.label, error = %error_chain(&err),
                             "Final alert flush failed.");
                         return;
                     }

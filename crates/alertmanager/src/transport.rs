@@ -55,6 +55,19 @@ impl PushError {
     }
 }
 
+/// `error` and its causes, outermost first, joined by `": "` (what `anyhow` prints for `{:#}`),
+/// for log lines: each error's own text names only its own context.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
 /// Sends one batch to one receiver.
 pub(crate) trait Transport: Send + Sync + 'static {
     fn post(&self, alerts: Vec<WireAlert>) -> impl Future<Output = Result<(), PushError>> + Send;
@@ -220,12 +233,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(err.is_retryable());
-        let mut chain = err.to_string();
-        let mut source = std::error::Error::source(&err);
-        while let Some(cause) = source {
-            chain.push_str(&format!(": {cause}"));
-            source = cause.source();
-        }
+        let chain = error_chain(&err);
         assert!(
             chain.contains(&format!("http://127.0.0.1:{port}/api/v2/alerts")),
             "{chain}"

@@ -168,7 +168,10 @@ pub fn probe(gpu: u32, timeout: Duration) -> Result<ProbeReport, ProbeError> {
 
 /// Whether `libcuda` can be loaded, without initialising it.
 pub fn driver_present() -> bool {
-    // SAFETY: loads the library by name and drops it; cudarc's own helper for this check.
+    // SAFETY: the call is unsafe because loading a shared object runs its initialisers, which
+    // the compiler cannot check. The only names tried are the NVIDIA driver's own (`libcuda`,
+    // cudarc's candidate list), the library every later CUDA call loads anyway; nothing of ours
+    // is passed to it, and the handle is closed again before the call returns.
     unsafe { cudarc::driver::sys::is_culib_present() }
 }
 
@@ -253,7 +256,8 @@ fn run_steps(s: &mut Steps, gpu: u32) -> Option<()> {
         let mut args = stream.launch_builder(&func);
         args.arg(&mut y_dev).arg(&x_dev).arg(&A).arg(&N);
         // SAFETY: the kernel's parameters are (u64 y, u64 x, f32 a, u32 n), matching the
-        // arguments pushed above, and both buffers hold N f32 elements.
+        // arguments pushed above in order and type; both buffers hold N f32 elements and the
+        // kernel touches only indices below n = N, so no thread reads or writes out of bounds.
         unsafe { args.launch(LaunchConfig::for_num_elems(N)) }?;
         stream.synchronize()
     })?;

@@ -10,10 +10,12 @@
 //! a flood of forged asserts gets `skipped` answers (`busy`, `rate_limited`, `duplicate`) at once
 //! instead of a flood of processes. Each attempt is the same code path whether the daemon or
 //! `assertwatch replay --manifest` asked for it ([`ReproRunner::replay_manifest`]).
+//!
+//! This module holds the public types and the entry points; `admission` the limits, `ladder`
+//! the order of attempts and the fold of their results, `attempt` one sandboxed replay.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
 use std::fmt;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
@@ -22,11 +24,31 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize, Serializer};
 use tokio::sync::Semaphore;
 
-use crate::discover::{self, Found, IncidentKey};
-use crate::manifest::{LoadedManifest, ManifestError, ManifestLimits};
+use crate::discover::{self, IncidentKey};
+use crate::manifest::{ManifestError, ManifestLimits};
 use crate::metrics::Metrics;
-use crate::process::{self, ChildSpec, Identity, MemoryScope, ResourceLimits};
+use crate::process::{MemoryScope, ResourceLimits};
 use crate::result::{self, AttemptResult, ExceptionInfo, KernelAssertion};
+
+mod admission;
+mod attempt;
+mod ladder;
+
+use admission::Admission;
+use ladder::fold;
+
+/// `error` and its causes, outermost first, joined by `": "` (what `anyhow` prints for `{:#}`),
+/// for log lines: each error's own text names only its own context.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
 
 /// How a step is replayed. Spelled as in the manifest contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -291,15 +313,6 @@ struct Rec {
     res: AttemptResult,
 }
 
-#[derive(Default)]
-struct Admission {
-    per_job: HashMap<String, VecDeque<Instant>>,
-    seen: HashMap<(String, u64, String), Instant>,
-}
-
-const HOUR: Duration = Duration::from_secs(3600);
-const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
 struct Inner {
     cfg: ReproConfig,
     metrics: Metrics,
@@ -312,20 +325,6 @@ struct Inner {
 #[derive(Clone)]
 pub struct ReproRunner {
     inner: Arc<Inner>,
-}
-
-/// Holds one GPU for the duration of a ladder.
-struct GpuGuard<'a> {
-    set: &'a Mutex<HashSet<String>>,
-    key: String,
-}
-
-impl Drop for GpuGuard<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut s) = self.set.lock() {
-            s.remove(&self.key);
-        }
-    }
 }
 
 fn sanitize_id(id: &str) -> String {
@@ -396,7 +395,7 @@ impl ReproRunner {
             Ok(m) => m,
             Err(e) => {
                 self.reject(&e);
-                tracing::warn!(error = %e, "Debug-state manifest rejected.");
+                tracing::warn!(error = %error_chain(&e), "Debug-state manifest rejected.");
                 return self.early(Outcome::HarnessError, e.reason(), t0);
             }
         };
@@ -445,7 +444,7 @@ impl ReproRunner {
         let search = discover::find(&cfg.roots, &key, &cfg.manifest);
         for e in &search.rejected {
             self.reject(e);
-            tracing::debug!(error = %e, "Debug-state manifest rejected.");
+            tracing::debug!(error = %error_chain(&e), "Debug-state manifest rejected.");
         }
         let Some(found) = search.found else {
             return self.early(Outcome::NoDebugState, "no_manifest", t0);
@@ -468,543 +467,6 @@ impl ReproRunner {
         let recs = self.ladder(&found, req, gpu.as_deref(), &dir);
         fold(recs, req.gpu_unhealthy, t0)
     }
-
-    /// Per-job hourly limit and duplicate suppression, counted when a replay is admitted.
-    fn admit(&self, job: &str, step: u64, category: &str) -> Result<(), &'static str> {
-        let now = Instant::now();
-        let Ok(mut a) = self.inner.admission.lock() else {
-            return Err("busy");
-        };
-        a.seen.retain(|_, t| now.duration_since(*t) < HOUR);
-        a.per_job.retain(|_, q| {
-            while q.front().is_some_and(|t| now.duration_since(*t) >= HOUR) {
-                q.pop_front();
-            }
-            !q.is_empty()
-        });
-        let dedupe = (job.to_owned(), step, category.to_owned());
-        if a.seen.contains_key(&dedupe) {
-            return Err("duplicate");
-        }
-        let q = a.per_job.entry(job.to_owned()).or_default();
-        if q.len() >= self.inner.cfg.max_per_hour as usize {
-            return Err("rate_limited");
-        }
-        q.push_back(now);
-        a.seen.insert(dedupe, now);
-        Ok(())
-    }
-
-    fn lock_gpu(&self, key: &str) -> Option<GpuGuard<'_>> {
-        let mut set = self.inner.gpus.lock().ok()?;
-        if !set.insert(key.to_owned()) {
-            return None;
-        }
-        Some(GpuGuard {
-            set: &self.inner.gpus,
-            key: key.to_owned(),
-        })
-    }
-
-    /// The ladder (reproduction.md Part 2 (b), "Default ladder per incident").
-    fn ladder(&self, found: &Found, req: &ReproRequest, gpu: Option<&str>, dir: &Path) -> Vec<Rec> {
-        let cfg = &self.inner.cfg;
-        let mut steps: Vec<&LoadedManifest> = vec![&found.flagged];
-        steps.extend(found.previous.as_ref());
-        let mut recs: Vec<Rec> = Vec::new();
-        let mut spawned = 0usize;
-        let mut exact = false;
-        let mut gpu_hit: Option<usize> = None;
-        let mut gpu_clean: HashSet<usize> = HashSet::new();
-        let mut cpu_done = false;
-        let wants_gpu = cfg.modes.iter().any(|m| m.is_gpu());
-        let gpu_key = gpu.unwrap_or("default").to_owned();
-        let guard = (wants_gpu && !req.gpu_unhealthy)
-            .then(|| self.lock_gpu(&gpu_key))
-            .flatten();
-        // The GPU is checked once it is ours and before anything runs on it.
-        let probe_failed = guard.is_some()
-            && cfg
-                .gpu_check
-                .as_ref()
-                .is_some_and(|check| !(check.0)(&gpu_key));
-        let n = |recs: &Vec<Rec>| recs.len() + 1;
-        for &mode in &cfg.modes {
-            if exact || (gpu_hit.is_some() && cpu_done) {
-                break;
-            }
-            if mode.is_gpu() {
-                if gpu_hit.is_some() {
-                    continue;
-                }
-                let skip = if req.gpu_unhealthy {
-                    Some("gpu_unhealthy")
-                } else if probe_failed {
-                    Some("gpu_probe_failed")
-                } else if guard.is_none() {
-                    Some("gpu_busy")
-                } else {
-                    None
-                };
-                if let Some(reason) = skip {
-                    recs.push(self.not_started(&found.flagged, mode, reason));
-                    continue;
-                }
-                for (i, m) in steps.iter().enumerate() {
-                    if spawned >= cfg.max_attempts {
-                        break;
-                    }
-                    spawned += 1;
-                    let rec = self.attempt(m, mode, dir, n(&recs), gpu, &req.category);
-                    let outcome = rec.attempt.outcome;
-                    let frame = rec.res.python_frame.is_some();
-                    recs.push(rec);
-                    match outcome {
-                        Outcome::Reproduced => {
-                            gpu_hit = Some(i);
-                            exact = frame;
-                            break;
-                        }
-                        Outcome::NotReproduced => {
-                            gpu_clean.insert(i);
-                        }
-                        Outcome::HarnessError => {}
-                        _ => break,
-                    }
-                }
-            } else {
-                cpu_done = true;
-                // The step that failed on the GPU; otherwise the flagged one, then the one before
-                // it unless the GPU already ran that one clean.
-                let targets: Vec<usize> = match gpu_hit {
-                    Some(i) => vec![i],
-                    None => (0..steps.len())
-                        .filter(|i| *i == 0 || !gpu_clean.contains(i))
-                        .collect(),
-                };
-                for i in targets {
-                    if spawned >= cfg.max_attempts {
-                        break;
-                    }
-                    spawned += 1;
-                    let rec = self.attempt(steps[i], mode, dir, n(&recs), gpu, &req.category);
-                    let outcome = rec.attempt.outcome;
-                    let frame = rec.res.python_frame.is_some();
-                    recs.push(rec);
-                    match outcome {
-                        Outcome::ReproducedCpuOnly => {
-                            exact = exact || frame;
-                            break;
-                        }
-                        Outcome::NotReproduced | Outcome::HarnessError => {}
-                        _ => break,
-                    }
-                }
-            }
-        }
-        drop(guard);
-        recs
-    }
-
-    fn not_started(&self, m: &LoadedManifest, mode: Mode, reason: &str) -> Rec {
-        self.count(mode, Outcome::Skipped, None);
-        Rec {
-            attempt: Attempt {
-                mode,
-                outcome: Outcome::Skipped,
-                reason: Some(reason.to_owned()),
-                step: m.doc.step.global_step,
-                duration: Duration::ZERO,
-                manifest: m.path.clone(),
-                result_path: None,
-            },
-            res: AttemptResult::default(),
-        }
-    }
-
-    fn count(&self, mode: Mode, outcome: Outcome, took: Option<Duration>) {
-        let mx = &self.inner.metrics;
-        mx.runs
-            .with_label_values(&[mode.as_str(), outcome.as_str()])
-            .inc();
-        if let Some(d) = took {
-            mx.duration
-                .with_label_values(&[mode.as_str()])
-                .observe(d.as_secs_f64());
-        }
-    }
-
-    /// The attempt's time limit: the configured `timeout`, or less when the manifest estimates its
-    /// step time: 5 × step + 120 s (`sync-gpu`), 50 × step + 120 s (`cpu`), 60 × step + 300 s
-    /// (`sanitizer`), per the mode table of reproduction.md Part 2 (b).
-    fn attempt_timeout(&self, mode: Mode, m: &LoadedManifest) -> Duration {
-        let cap = self.inner.cfg.timeout;
-        let Some(step) = m.doc.replay.estimates.as_ref().and_then(|e| e.step_seconds) else {
-            return cap;
-        };
-        let (k, base) = match mode {
-            Mode::SyncGpu => (5.0, 120.0),
-            Mode::Cpu => (50.0, 120.0),
-            Mode::Sanitizer => (60.0, 300.0),
-        };
-        // step_seconds is validated finite and within 0..=1e9, so this is a finite positive value.
-        cap.min(Duration::from_secs_f64(k * step + base))
-    }
-
-    /// Who the child runs as: the job's uid/gid when the daemon is root, never root unless
-    /// `allow_root_jobs`; a non-root daemon runs only its own user's manifests.
-    fn identity_for(&self, m: &LoadedManifest) -> Result<Option<Identity>, ManifestError> {
-        let job = &m.doc.job;
-        if job.uid == 0 && !self.inner.cfg.allow_root_jobs {
-            return Err(ManifestError::RootJob {
-                path: m.path.clone(),
-            });
-        }
-        // SAFETY: geteuid has no preconditions.
-        let euid = unsafe { libc::geteuid() };
-        if euid == 0 {
-            // job.uid/gid are range-checked to at most 2^32 - 2 by the manifest rules.
-            let (uid, gid) = (job.uid as u32, job.gid as u32);
-            return Ok((uid != 0).then_some(Identity { uid, gid }));
-        }
-        if job.uid == u64::from(euid) {
-            return Ok(None);
-        }
-        Err(ManifestError::ForeignUid {
-            path: m.path.clone(),
-            uid: job.uid,
-            daemon: euid,
-        })
-    }
-
-    /// Creates `<incident>/<n>-<mode>[-k]` (0755, the daemon's) and its `out` (0700, the job's).
-    fn attempt_dirs(
-        &self,
-        dir: &Path,
-        n: usize,
-        mode: Mode,
-        id: Option<Identity>,
-    ) -> std::io::Result<(PathBuf, PathBuf)> {
-        let mut b = std::fs::DirBuilder::new();
-        b.recursive(true).mode(0o755).create(dir)?;
-        let mut one = std::fs::DirBuilder::new();
-        one.mode(0o755);
-        let base = format!("{n}-{mode}");
-        let mut attempt_dir = dir.join(&base);
-        let mut k = 0;
-        loop {
-            match one.create(&attempt_dir) {
-                Ok(()) => break,
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && k < 100 => {
-                    k += 1;
-                    attempt_dir = dir.join(format!("{base}-{k}"));
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        let out = attempt_dir.join("out");
-        std::fs::DirBuilder::new().mode(0o700).create(&out)?;
-        if let Some(id) = id {
-            std::os::unix::fs::chown(&out, Some(id.uid), Some(id.gid))?;
-        }
-        Ok((attempt_dir, out))
-    }
-
-    fn env_for(
-        &self,
-        m: &LoadedManifest,
-        mode: Mode,
-        gpu: Option<&str>,
-        home: &Path,
-    ) -> Vec<(String, String)> {
-        let mut env: Vec<(String, String)> = vec![
-            (
-                "PATH".into(),
-                std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.into()),
-            ),
-            ("HOME".into(), home.to_string_lossy().into_owned()),
-            (
-                "LANG".into(),
-                std::env::var("LANG").unwrap_or_else(|_| "C.UTF-8".into()),
-            ),
-        ];
-        env.extend(m.doc.replay.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-        env.push(("PYTHONUNBUFFERED".into(), "1".into()));
-        env.push(("PYTHONFAULTHANDLER".into(), "1".into()));
-        // Read once at CUDA/c10 initialisation, so they must be in the environment at exec time
-        // (c10/cuda/CUDAMiscFunctions.cpp, reproduction.md §1.1). PYTORCH_USE_CUDA_DSA is the
-        // runtime switch; TORCH_USE_CUDA_DSA is a build-time macro kept for parity (§1.2).
-        // TORCH_COMPILE_DISABLE keeps the replay eager, out of CUDA graphs.
-        let pin = gpu.map(|g| ("CUDA_VISIBLE_DEVICES".to_owned(), g.to_owned()));
-        match mode {
-            Mode::SyncGpu => {
-                for k in [
-                    "CUDA_LAUNCH_BLOCKING",
-                    "PYTORCH_USE_CUDA_DSA",
-                    "TORCH_USE_CUDA_DSA",
-                    "TORCH_COMPILE_DISABLE",
-                ] {
-                    env.push((k.into(), "1".into()));
-                }
-                env.extend(pin);
-            }
-            // An empty CUDA_VISIBLE_DEVICES hides every GPU (CUDA environment variables doc).
-            Mode::Cpu => {
-                env.push(("CUDA_VISIBLE_DEVICES".into(), String::new()));
-                env.push(("TORCH_COMPILE_DISABLE".into(), "1".into()));
-            }
-            // The harness sets the sanitizer's variables and wraps its worker in
-            // compute-sanitizer; the daemon only pins the GPU.
-            Mode::Sanitizer => env.extend(pin),
-        }
-        env
-    }
-
-    /// One attempt: checks, directories, the child, and what its result says.
-    fn attempt(
-        &self,
-        m: &LoadedManifest,
-        mode: Mode,
-        dir: &Path,
-        n: usize,
-        gpu: Option<&str>,
-        category: &str,
-    ) -> Rec {
-        let cfg = &self.inner.cfg;
-        let t0 = Instant::now();
-        let mut attempt = Attempt {
-            mode,
-            outcome: Outcome::HarnessError,
-            reason: None,
-            step: m.doc.step.global_step,
-            duration: Duration::ZERO,
-            manifest: m.path.clone(),
-            result_path: None,
-        };
-        let finish = |mut attempt: Attempt,
-                      outcome: Outcome,
-                      reason: Option<String>,
-                      res: AttemptResult,
-                      ran: bool| {
-            attempt.outcome = outcome;
-            attempt.reason = reason;
-            attempt.duration = t0.elapsed();
-            self.count(mode, outcome, ran.then_some(attempt.duration));
-            Rec { attempt, res }
-        };
-        if !m.supports(mode.as_str()) {
-            return finish(
-                attempt,
-                Outcome::Skipped,
-                Some("mode_not_supported".into()),
-                AttemptResult::default(),
-                false,
-            );
-        }
-        if m.doc.replay.requires_world_size.unwrap_or(1) > 1 {
-            return finish(
-                attempt,
-                Outcome::Skipped,
-                Some("needs_distributed".into()),
-                AttemptResult::default(),
-                false,
-            );
-        }
-        let checked = self
-            .identity_for(m)
-            .and_then(|id| m.verify_files(&cfg.manifest).map(|()| id));
-        let identity = match checked {
-            Ok(id) => id,
-            Err(e) => {
-                self.reject(&e);
-                tracing::warn!(error = %e, "Debug-state manifest rejected.");
-                return finish(
-                    attempt,
-                    Outcome::HarnessError,
-                    Some(e.reason().into()),
-                    AttemptResult::default(),
-                    false,
-                );
-            }
-        };
-        let (attempt_dir, out_dir) = match self.attempt_dirs(dir, n, mode, identity) {
-            Ok(d) => d,
-            Err(e) => {
-                tracing::warn!(dir = %dir.display(), error = %e, "Cannot create the replay directory.");
-                return finish(
-                    attempt,
-                    Outcome::HarnessError,
-                    Some("out_dir_unusable".into()),
-                    AttemptResult::default(),
-                    false,
-                );
-            }
-        };
-        let result_path = out_dir.join("result.json");
-        attempt.result_path = Some(result_path.clone());
-        let python = cfg
-            .python
-            .as_ref()
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_else(|| m.doc.software.executable.clone());
-        let timeout = self.attempt_timeout(mode, m);
-        let timeout_s = format!("{}", timeout.as_secs_f64());
-        // Placeholders replace whole elements only; the manifest rules guarantee no other brace.
-        let argv: Vec<String> = m
-            .argv
-            .iter()
-            .map(|a| match a.as_str() {
-                "{python}" => python.clone(),
-                "{manifest}" => m.path.to_string_lossy().into_owned(),
-                "{mode}" => mode.as_str().to_owned(),
-                "{result}" => result_path.to_string_lossy().into_owned(),
-                "{out_dir}" => out_dir.to_string_lossy().into_owned(),
-                "{timeout_s}" => timeout_s.clone(),
-                other => other.to_owned(),
-            })
-            .collect();
-        let home = if identity.is_some() {
-            out_dir.clone()
-        } else {
-            std::env::var_os("HOME").map_or_else(|| out_dir.clone(), PathBuf::from)
-        };
-        let cwd = Path::new(&m.doc.replay.cwd);
-        let spec = ChildSpec {
-            argv,
-            env: self.env_for(m, mode, gpu, &home),
-            cwd: if cwd.is_dir() {
-                cwd.to_path_buf()
-            } else {
-                out_dir.clone()
-            },
-            identity,
-            limits: cfg.limits,
-            memory_scope: cfg.memory_scope.clone(),
-            stdout_path: attempt_dir.join("harness.stdout.log"),
-            stderr_path: attempt_dir.join("harness.stderr.log"),
-            output_cap: cfg.output_cap,
-            timeout: timeout + cfg.harness_margin,
-            grace: cfg.grace,
-        };
-        let report = match process::run(&spec) {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!(error = %e, "Cannot start the replay harness.");
-                return finish(
-                    attempt,
-                    Outcome::HarnessError,
-                    Some("spawn_failed".into()),
-                    AttemptResult::default(),
-                    false,
-                );
-            }
-        };
-        if report.survivors > 0 {
-            tracing::warn!(
-                pgid = report.pid,
-                survivors = report.survivors,
-                "Replay processes survived SIGKILL."
-            );
-        }
-        let parsed =
-            result::read(&result_path, cfg.result_max_bytes).map(|v| result::interpret(&v, mode));
-        let (outcome, reason, res) = if report.timed_out {
-            (
-                Outcome::Timeout,
-                Some("deadline".to_owned()),
-                parsed.unwrap_or_default(),
-            )
-        } else {
-            match parsed {
-                Some(res) if res.outcome.is_some() => {
-                    let outcome = res.outcome.unwrap_or(Outcome::HarnessError);
-                    (outcome, res.reason.clone(), res)
-                }
-                _ => {
-                    let (o, r) = result::from_exit(report.exit);
-                    (o, Some(r.to_owned()), AttemptResult::default())
-                }
-            }
-        };
-        let (outcome, reason) = unrelated(outcome, reason, &res, category);
-        finish(attempt, outcome, reason, res, true)
-    }
-}
-
-/// A replay that failed with an out-of-memory error did not reproduce an assert: that is an
-/// unrelated error (`harness_error`, reproduction.md Part 2 (c)), unless the incident was an OOM.
-fn unrelated(
-    outcome: Outcome,
-    reason: Option<String>,
-    res: &AttemptResult,
-    category: &str,
-) -> (Outcome, Option<String>) {
-    let reproduced = matches!(outcome, Outcome::Reproduced | Outcome::ReproducedCpuOnly);
-    let oom = res.exception.as_ref().is_some_and(|e| {
-        e.message.contains("out of memory") || e.kind.contains("OutOfMemoryError")
-    });
-    if reproduced && oom && !category.contains("oom") {
-        return (Outcome::HarnessError, Some("unrelated_error".into()));
-    }
-    (outcome, reason)
-}
-
-/// Folds the attempts into the incident's answer.
-fn fold(recs: Vec<Rec>, gpu_unhealthy: bool, t0: Instant) -> ReproResult {
-    let find = |o: Outcome| recs.iter().find(|r| r.attempt.outcome == o);
-    let gpu = find(Outcome::Reproduced);
-    let cpu = find(Outcome::ReproducedCpuOnly);
-    let mut out = ReproResult::bare(Outcome::Skipped, "no_mode", Duration::ZERO);
-    if let Some(g) = gpu.or(cpu) {
-        out.outcome = g.attempt.outcome;
-        out.reason = g.attempt.reason.clone();
-        out.mode = Some(g.attempt.mode);
-        out.step = Some(g.attempt.step);
-        out.result_path = g.attempt.result_path.clone();
-        out.python_frame = g
-            .res
-            .python_frame
-            .clone()
-            .or_else(|| cpu.and_then(|c| c.res.python_frame.clone()));
-        // The CPU's message is the readable one (reproduction.md §1.12); the GPU's otherwise.
-        out.exception = cpu
-            .and_then(|c| c.res.exception.clone())
-            .or_else(|| g.res.exception.clone());
-        out.kernel_assertion = gpu.and_then(|g| g.res.kernel_assertion.clone());
-    } else if let Some(r) = find(Outcome::NotReproduced) {
-        out.outcome = Outcome::NotReproduced;
-        let weak = recs
-            .iter()
-            .any(|r| r.res.weights_exact == Some(false) || r.res.compiled == Some(true));
-        out.reason = Some(
-            if gpu_unhealthy {
-                "hardware_suspected"
-            } else if weak {
-                "nondeterministic_suspected"
-            } else {
-                "data_elsewhere"
-            }
-            .into(),
-        );
-        out.mode = Some(r.attempt.mode);
-        out.step = Some(r.attempt.step);
-        out.result_path = r.attempt.result_path.clone();
-    } else if let Some(r) = find(Outcome::Timeout)
-        .or_else(|| find(Outcome::HarnessError))
-        .or_else(|| recs.last())
-    {
-        out.outcome = r.attempt.outcome;
-        out.reason = r.attempt.reason.clone();
-        out.mode = Some(r.attempt.mode);
-        out.step = Some(r.attempt.step);
-        out.result_path = r.attempt.result_path.clone();
-        out.kernel_assertion = r.res.kernel_assertion.clone();
-        out.python_frame = r.res.python_frame.clone();
-        out.exception = r.res.exception.clone();
-    }
-    out.attempts = recs.into_iter().map(|r| r.attempt).collect();
-    out.duration = t0.elapsed();
-    out
 }
 
 #[cfg(test)]

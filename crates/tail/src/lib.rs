@@ -43,6 +43,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod ack;
 mod checkpoint;
 mod error;

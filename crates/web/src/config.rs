@@ -26,7 +26,7 @@ pub const DEFAULT_AUTH_EXEMPT_PATHS: [&str; 3] = ["/metrics", "/healthz", "/read
 /// field (as a dotted path such as `tls_server_config.client_auth_type`).
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("web config {path}: cannot read it: {source}")]
+    #[error("web config {path}: cannot read it")]
     Read {
         path: PathBuf,
         #[source]

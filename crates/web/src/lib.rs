@@ -9,8 +9,11 @@
 //! [`serve`] runs an axum router on a listener with all of that, re-reading the config file and
 //! the certificate files when they change.
 
+#![forbid(unsafe_code)]
+
 mod auth;
 mod config;
+mod credentials;
 mod reload;
 mod tls;
 
@@ -37,14 +40,28 @@ use tower_layer::Layer as _;
 pub enum WebError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("web config {path}: {source}")]
+    #[error("web config {path}")]
     Tls {
         path: PathBuf,
+        /// Boxed: rustls's errors are large, and this one is rare.
         #[source]
-        source: TlsError,
+        source: Box<TlsError>,
     },
-    #[error("HTTP listener: {0}")]
+    #[error("HTTP listener")]
     Listener(#[source] std::io::Error),
+}
+
+/// `error` and its causes, outermost first, joined by `": "` (what `anyhow` prints for `{:#}`),
+/// for log lines: each error's own text names only its own context.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 /// Tuning for [`serve_with`]; [`serve`] uses the defaults.
@@ -255,5 +272,62 @@ async fn serve_connection<I>(
     let conn = builder.serve_connection(io, hyper_svc);
     if let Err(e) = watcher.watch(conn).await {
         tracing::debug!(%peer, error = %e, "HTTP connection ended with an error.");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io_error() -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::NotFound, "no such thing here")
+    }
+
+    #[test]
+    fn each_cause_is_printed_once_under_alternate_format() {
+        let err = WebError::Tls {
+            path: PathBuf::from("web.yml"),
+            source: Box::new(TlsError::Read {
+                field: "cert_file",
+                path: PathBuf::from("missing.crt"),
+                source: io_error(),
+            }),
+        };
+        let text = format!("{:#}", anyhow::Error::from(err));
+        assert_eq!(
+            text,
+            "web config web.yml: tls_server_config.cert_file: cannot read missing.crt: \
+             no such thing here"
+        );
+        assert_eq!(text.matches("no such thing here").count(), 1, "{text}");
+        assert_eq!(text.matches("missing.crt").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn unreadable_config_names_the_os_error_once() {
+        let err = validate_web_config_file(Path::new("/nonexistent/web.yml"))
+            .err()
+            .map(|e| format!("{:#}", anyhow::Error::from(e)))
+            .unwrap_or_default();
+        let os = io_error_text("/nonexistent/web.yml");
+        assert_eq!(err.matches(os.as_str()).count(), 1, "{err}");
+        assert_eq!(err.matches("/nonexistent/web.yml").count(), 1, "{err}");
+    }
+
+    #[test]
+    fn listener_error_chain_matches_the_log_helper() {
+        let err = WebError::Listener(io_error());
+        assert_eq!(error_chain(&err), "HTTP listener: no such thing here");
+        assert_eq!(
+            error_chain(&err),
+            format!("{:#}", anyhow::Error::from(WebError::Listener(io_error())))
+        );
+    }
+
+    fn io_error_text(path: &str) -> String {
+        std::fs::read(path)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
     }
 }

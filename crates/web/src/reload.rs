@@ -7,8 +7,8 @@
 //! file reads on the request path. Stamps follow symlinks, so the atomic `..data` symlink swap
 //! of a Kubernetes Secret volume is seen as a change.
 
-use crate::auth::{CredentialCache, Users, BCRYPT_CONCURRENCY};
 use crate::config::{load_web_config, WebConfig};
+use crate::credentials::{CredentialCache, Users, BCRYPT_CONCURRENCY};
 use crate::tls::build_server_config;
 use crate::WebError;
 use axum::http::{HeaderName, HeaderValue};
@@ -44,7 +44,7 @@ impl Active {
             None => None,
             Some(t) => Some(build_server_config(t).map_err(|source| WebError::Tls {
                 path: origin.to_path_buf(),
-                source,
+                source: Box::new(source),
             })?),
         };
         let mut headers = Vec::new();
@@ -206,7 +206,7 @@ impl Reloader {
             Err(e) => {
                 tracing::error!(
                     path = %self.path.display(),
-                    error = %e,
+                    error = %crate::error_chain(&e),
                     "The changed web config is invalid; keeping the previous one."
                 );
             }

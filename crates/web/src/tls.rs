@@ -22,24 +22,51 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Why the TLS part of a web config could not be put in place. Names the field and the file.
+/// Why the TLS part of a web config could not be put in place. Names the field and the file;
+/// the library's own error, where there is one, is the [`std::error::Error::source`].
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("tls_server_config.{field}: cannot read {path}: {source}")]
+    #[error("tls_server_config.{field}: cannot read {path}")]
     Read {
         field: &'static str,
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
+    /// The PEM text parsed but holds nothing usable (no certificate block).
     #[error("tls_server_config.{field}: {origin}: {message}")]
     Pem {
         field: &'static str,
         origin: String,
-        message: String,
+        message: &'static str,
     },
-    #[error("tls_server_config: {0}")]
-    Rustls(String),
+    /// The PEM text does not parse.
+    #[error("tls_server_config.{field}: {origin}: {message}")]
+    PemParse {
+        field: &'static str,
+        origin: String,
+        message: &'static str,
+        #[source]
+        source: rustls_pki_types::pem::Error,
+    },
+    /// rustls refused a certificate, key or CA.
+    #[error("tls_server_config.{field}: {origin}: {message}")]
+    Rejected {
+        field: &'static str,
+        origin: String,
+        message: &'static str,
+        #[source]
+        source: rustls::Error,
+    },
+    /// `client_auth_type` needs a client CA and none is configured.
+    #[error("tls_server_config: client_ca_file is required by this client_auth_type")]
+    MissingClientCa,
+    /// rustls refused the client certificate verifier.
+    #[error("tls_server_config: client certificate verifier")]
+    Verifier(#[source] rustls::server::VerifierBuilderError),
+    /// rustls refused the protocol versions.
+    #[error("tls_server_config: protocol versions")]
+    Versions(#[source] rustls::Error),
 }
 
 /// The `ring` provider narrowed to the configured TLS 1.2 suites and key exchange groups, in
@@ -120,16 +147,17 @@ fn read_certs(
 ) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let (bytes, origin) = read_pem(src, field)?;
     let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&bytes).collect();
-    let certs = certs.map_err(|e| TlsError::Pem {
+    let certs = certs.map_err(|source| TlsError::PemParse {
         field,
         origin: origin.clone(),
-        message: format!("not PEM certificates: {e}"),
+        message: "not PEM certificates",
+        source,
     })?;
     if certs.is_empty() {
         return Err(TlsError::Pem {
             field,
             origin,
-            message: "holds no PEM CERTIFICATE block".into(),
+            message: "holds no PEM CERTIFICATE block",
         });
     }
     Ok(certs)
@@ -142,10 +170,11 @@ fn read_key(src: &PemSource) -> Result<PrivateKeyDer<'static>, TlsError> {
         "key"
     };
     let (bytes, origin) = read_pem(src, field)?;
-    PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| TlsError::Pem {
+    PrivateKeyDer::from_pem_slice(&bytes).map_err(|source| TlsError::PemParse {
         field,
         origin,
-        message: format!("no usable PEM private key (PKCS#8, PKCS#1 or SEC1): {e}"),
+        message: "no usable PEM private key (PKCS#8, PKCS#1 or SEC1)",
+        source,
     })
 }
 
@@ -183,25 +212,20 @@ pub fn build_server_config(t: &TlsSettings) -> Result<Arc<ServerConfig>, TlsErro
         }
         ClientAuthType::VerifyClientCertIfGiven | ClientAuthType::RequireAndVerifyClientCert => {
             let Some(ca) = &t.client_ca else {
-                return Err(TlsError::Rustls(
-                    "client_ca_file is required by this client_auth_type".into(),
-                ));
+                return Err(TlsError::MissingClientCa);
             };
             let roots = Arc::new(client_roots(ca)?);
             let mut b = WebPkiClientVerifier::builder_with_provider(roots, provider.clone());
             if t.client_auth_type == ClientAuthType::VerifyClientCertIfGiven {
                 b = b.allow_unauthenticated();
             }
-            Some(
-                b.build()
-                    .map_err(|e| TlsError::Rustls(format!("client certificate verifier: {e}")))?,
-            )
+            Some(b.build().map_err(TlsError::Verifier)?)
         }
     };
 
     let builder = ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&versions)
-        .map_err(|e| TlsError::Rustls(format!("protocol versions: {e}")))?;
+        .map_err(TlsError::Versions)?;
     let builder = match verifier {
         None => builder.with_no_client_auth(),
         Some(v) => builder.with_client_cert_verifier(v),
@@ -209,10 +233,11 @@ pub fn build_server_config(t: &TlsSettings) -> Result<Arc<ServerConfig>, TlsErro
     // `with_single_cert` also checks that the key belongs to the certificate.
     let mut cfg = builder
         .with_single_cert(certs, key)
-        .map_err(|e| TlsError::Pem {
+        .map_err(|source| TlsError::Rejected {
             field: "key_file",
             origin: "certificate and key".into(),
-            message: format!("do not form a usable pair: {e}"),
+            message: "do not form a usable pair",
+            source,
         })?;
     cfg.ignore_client_order = t.prefer_server_cipher_suites;
     // HTTP/1.1 only (no h2 stack linked): advertise exactly what is served.
@@ -228,13 +253,14 @@ fn client_roots(ca: &PemSource) -> Result<RootCertStore, TlsError> {
     };
     let mut roots = RootCertStore::empty();
     for c in read_certs(ca, field)? {
-        roots.add(c).map_err(|e| TlsError::Pem {
+        roots.add(c).map_err(|source| TlsError::Rejected {
             field,
             origin: ca
                 .file()
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|| "inline value".into()),
-            message: format!("not a usable CA certificate: {e}"),
+            message: "not a usable CA certificate",
+            source,
         })?;
     }
     Ok(roots)

@@ -91,6 +91,11 @@ impl Pki {
 
 /// Writes through a temporary file and a rename, as a careful operator (or a Secret volume)
 /// would, so the server never sees half a file.
+/// The error and its causes, as the daemon prints them (`{:#}`).
+fn chain(e: WebError) -> String {
+    format!("{:#}", anyhow::Error::from(e))
+}
+
 fn write(path: &Path, text: &str) {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, text).expect("write");
@@ -157,7 +162,7 @@ impl Server {
             ServeOptions::default(),
         );
         match tokio::time::timeout(Duration::from_secs(10), run).await {
-            Ok(Err(e)) => e.to_string(),
+            Ok(Err(e)) => chain(e),
             other => panic!("expected a refused config, got {other:?}"),
         }
     }
@@ -478,7 +483,7 @@ async fn invalid_web_config_is_refused_naming_the_field() {
 
     let err = assertwatch_web::validate_web_config_file(&pki.path("nope.yml"))
         .err()
-        .map(|e| e.to_string())
+        .map(chain)
         .unwrap_or_default();
     assert!(err.contains("nope.yml"), "{err}");
 }

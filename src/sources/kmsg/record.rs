@@ -85,7 +85,14 @@ mod tests {
                 .unwrap();
         assert_eq!((r.prio, r.seq, r.usec), (6, 3964, 206764307));
         assert!(r.message.starts_with("NVRM: Xid"));
-        assert!(parse("4,1,2,c,extra;msg").is_none() || parse("4,1,2,c,extra;msg").is_some());
+    }
+
+    #[test]
+    fn header_fields_added_by_future_kernels_are_ignored() {
+        let r = parse("4,1,2,c,extra;msg").unwrap();
+        assert_eq!((r.prio, r.seq, r.usec, r.message), (4, 1, 2, "msg"));
+        let r = parse("4,1,2,-,caller=T1,more;a;b").unwrap();
+        assert_eq!((r.prio, r.seq, r.usec, r.message), (4, 1, 2, "a;b"));
     }
 
     #[test]
@@ -106,9 +113,39 @@ mod tests {
     proptest! {
         #[test]
         fn never_panics(s in "\\PC{0,200}") {
-            let _ = parse(&s);
+            if let Some(r) = parse(&s) {
+                // The message is everything after the first `;`, untouched.
+                prop_assert_eq!(Some(r.message), s.split_once(';').map(|(_, m)| m));
+            }
             let _ = is_continuation(&s);
-            let _ = unescape(&s);
+            let u = unescape(&s);
+            if !s.contains("\\x") {
+                prop_assert_eq!(u, s);
+            }
+        }
+
+        #[test]
+        fn written_headers_round_trip(
+            prio in 0u32..1024,
+            seq in any::<u64>(),
+            usec in any::<u64>(),
+            flags in "[-c+]",
+            extra in proptest::collection::vec("[a-z0-9=]{0,8}", 0..3),
+            message in "\\PC{0,100}",
+        ) {
+            let mut line = format!("{prio},{seq},{usec},{flags}");
+            for e in &extra {
+                line.push(',');
+                line.push_str(e);
+            }
+            line.push(';');
+            line.push_str(&message);
+            let r = parse(&line);
+            prop_assert_eq!(
+                r,
+                Some(Record { prio, seq, usec, message: message.as_str() }),
+                "{}", line
+            );
         }
     }
 }

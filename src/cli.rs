@@ -188,7 +188,7 @@ fn cmd_scan(
         None => (
             DetectorSet::builtin(),
             crate::incidents::EngineConfig::default(),
-            1 << 20,
+            assertwatch_tail::DEFAULT_MAX_LINE_BYTES,
         ),
     };
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();

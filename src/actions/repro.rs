@@ -6,7 +6,7 @@
 //! `skipped`/`queue_full` at once), and hands results back to the pipeline.
 
 use crate::config::ReproConfig as OurConfig;
-use assertwatch_repro::{Metrics, Mode, ReproConfig, ReproRequest, ReproResult, ReproRunner};
+use assertwatch_repro::{Metrics, ReproConfig, ReproRequest, ReproResult, ReproRunner};
 use std::path::Path;
 use tokio::sync::mpsc;
 
@@ -79,11 +79,7 @@ pub fn runner(
     let mut rc = ReproConfig::new(state_dir.join("repro"));
     rc.enabled = cfg.enabled;
     rc.roots = cfg.roots.clone();
-    rc.modes = cfg
-        .modes
-        .iter()
-        .map(|m| m.parse::<Mode>())
-        .collect::<Result<_, _>>()?;
+    rc.modes = cfg.modes.clone();
     rc.timeout = cfg.timeout;
     rc.max_per_hour = cfg.max_per_hour;
     rc.max_concurrent = cfg.max_concurrent as usize;

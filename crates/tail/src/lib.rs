@@ -16,6 +16,9 @@
 //! acknowledged offsets, not read offsets; and inotify wakes the loop early while the rescan stays
 //! the ground truth.
 //!
+//! One piece serves the rest of the daemon too: [`persist`], the atomic state-file writes and
+//! their recovery.
+//!
 //! The crate does not know the daemon's metrics or line model: it publishes counters in
 //! [`TailStats`] and events on a channel, and the daemon maps them.
 //!
@@ -49,6 +52,7 @@ mod error;
 mod fingerprint;
 mod lines;
 mod paths;
+pub mod persist;
 mod ratelimit;
 mod stats;
 mod tailer;

@@ -16,8 +16,8 @@
 //! acknowledged offsets, not read offsets; and inotify wakes the loop early while the rescan stays
 //! the ground truth.
 //!
-//! One piece serves the rest of the daemon too: [`persist`], the atomic state-file writes and
-//! their recovery.
+//! Two pieces serve the rest of the daemon too: [`ChunkReader`], the same bounded line reading
+//! over any `std::io::Read`, and [`persist`], the atomic state-file writes and their recovery.
 //!
 //! The crate does not know the daemon's metrics or line model: it publishes counters in
 //! [`TailStats`] and events on a channel, and the daemon maps them.
@@ -64,6 +64,7 @@ use std::time::{Duration, SystemTime};
 pub use ack::AckHandle;
 pub use error::TailError;
 pub use fingerprint::FINGERPRINT_BYTES;
+pub use lines::{Chunk, ChunkReader};
 pub use stats::{SourceStats, TailStats};
 pub use tailer::Tailer;
 

@@ -1,7 +1,8 @@
 //! The daemon under load, measured from outside: detection latency (append → incident counted in
 //! `/metrics`), sustained tail throughput over 100 files appended concurrently (with the daemon's
 //! CPU time), idle cost with 1,000 watched files (RSS and CPU), and the `/metrics` render time
-//! with 8 fake GPUs. Prints numbers; asserts nothing. `cargo bench --bench daemon`.
+//! with 8 fake GPUs, and `/metrics` and the API while the store stalls. Prints numbers; asserts
+//! nothing. `cargo bench --bench daemon` (`ASSERTWATCH_BENCH=slow_store,render` picks cases).
 
 // The benchmark runs the real binary; the ban on Command::new guards the daemon's code.
 #![allow(clippy::disallowed_methods)]
@@ -265,6 +266,61 @@ fn render(dir: &Path) {
     );
 }
 
+/// `/metrics` and the incidents API while the store is stalled: another connection holds the
+/// database's write lock for 5 s (the writer waits in its busy handler, as on a stalled disk)
+/// while failures keep arriving. Figures with and without the stall, in the same run.
+fn slow_store(dir: &Path) {
+    std::fs::create_dir_all(dir.join("logs")).expect("logs");
+    let d = start(dir, "gpu:\n  backend: none\n");
+    let path = dir.join("logs/slow.log");
+    let mut f = std::fs::File::create(&path).expect("log");
+    f.write_all(block(0).as_bytes()).expect("write");
+    let t = Instant::now();
+    while metric(&http_get(d.port, "/metrics"), "assertwatch_incidents_total") < 1.0
+        && t.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sample = |secs: f64, writer: &mut std::fs::File, mut n: u64| {
+        let (mut m, mut api) = (Vec::new(), Vec::new());
+        let t = Instant::now();
+        while t.elapsed().as_secs_f64() < secs {
+            let filler: String = (0..50).map(|i| format!("step {n} {i} loss 0.5\n")).collect();
+            writer.write_all(filler.as_bytes()).expect("write");
+            writer.write_all(block(n).as_bytes()).expect("write");
+            n += 1;
+            let s = Instant::now();
+            http_get(d.port, "/metrics");
+            m.push(s.elapsed().as_secs_f64() * 1e3);
+            let s = Instant::now();
+            http_get(d.port, "/api/v1/incidents?limit=50");
+            api.push(s.elapsed().as_secs_f64() * 1e3);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        (m, api)
+    };
+    let (mut m0, mut a0) = sample(5.0, &mut f, 1000);
+    let locker = rusqlite::Connection::open(dir.join("state/incidents.sqlite")).expect("db");
+    locker.execute_batch("BEGIN IMMEDIATE").expect("lock");
+    let (mut m1, mut a1) = sample(5.0, &mut f, 2000);
+    locker.execute_batch("COMMIT").expect("unlock");
+    println!(
+        "slow store: /metrics p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} requests) while the store's write lock is held for 5 s; unstalled p99 {:.2} ms",
+        pct(&mut m1, 0.5),
+        pct(&mut m1, 0.99),
+        pct(&mut m1, 1.0),
+        m1.len(),
+        pct(&mut m0, 0.99)
+    );
+    println!(
+        "slow store: /api/v1/incidents p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms while stalled; unstalled p99 {:.2} ms",
+        pct(&mut a1, 0.5),
+        pct(&mut a1, 0.99),
+        pct(&mut a1, 1.0),
+        pct(&mut a0, 0.99)
+    );
+}
+
 fn main() {
     let only = std::env::var("ASSERTWATCH_BENCH").unwrap_or_default();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-daemon");
@@ -274,6 +330,7 @@ fn main() {
         ("throughput", throughput),
         ("idle", idle),
         ("render", render),
+        ("slow_store", slow_store),
     ] {
         if !only.is_empty() && !only.split(',').any(|o| o == name) {
             continue;

@@ -250,8 +250,7 @@ pub async fn run(cfg: Config, opts: RunOptions) -> anyhow::Result<Exit> {
             m,
             probes.clone(),
             Some(gpu_snapshot.clone()),
-        )
-        .map_err(|e| anyhow::anyhow!("repro.modes: {e}"))?;
+        );
         let (jobs_tx, jobs_rx) = mpsc::channel(crate::actions::repro::QUEUE);
         let (done_tx, done_rx) = mpsc::channel(16);
         tokio::spawn(crate::actions::repro::run(

@@ -222,7 +222,7 @@ fn cmd_scan(
         None => (
             DetectorSet::builtin(),
             crate::incidents::EngineConfig::default(),
-            1 << 20,
+            assertwatch_tail::DEFAULT_MAX_LINE_BYTES,
         ),
     };
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
@@ -404,19 +404,13 @@ fn cmd_replay(
             return ExitCode::from(1);
         }
     };
-    let runner = match crate::actions::repro::runner(
+    let runner = crate::actions::repro::runner(
         &repro,
         &cfg.state_dir,
         metrics,
         assertwatch_gpu::ProbeMetrics::default(),
         None,
-    ) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("assertwatch: repro.modes: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
+    );
     let mode = match mode {
         ModeArg::SyncGpu => assertwatch_repro::Mode::SyncGpu,
         ModeArg::Cpu => assertwatch_repro::Mode::Cpu,

@@ -8,7 +8,7 @@
 
 use crate::config::ReproConfig as OurConfig;
 use crate::model::{ReplayDone, ReproReport};
-use assertwatch_repro::{Metrics, Mode, ReproConfig, ReproRequest, ReproRunner};
+use assertwatch_repro::{Metrics, ReproConfig, ReproRequest, ReproRunner};
 use std::path::Path;
 use tokio::sync::mpsc;
 
@@ -70,22 +70,18 @@ pub fn runner(
     metrics: Metrics,
     probes: assertwatch_gpu::ProbeMetrics,
     gpus: GpuSnapshots,
-) -> Result<ReproRunner, String> {
+) -> ReproRunner {
     let mut rc = ReproConfig::new(state_dir.join("repro"));
     rc.enabled = cfg.enabled;
     rc.roots = cfg.roots.clone();
-    rc.modes = cfg
-        .modes
-        .iter()
-        .map(|m| m.parse::<Mode>())
-        .collect::<Result<_, _>>()?;
+    rc.modes = cfg.modes.clone();
     rc.timeout = cfg.timeout;
     rc.max_per_hour = cfg.max_per_hour;
     rc.max_concurrent = cfg.max_concurrent as usize;
     rc.python = cfg.python.clone();
     rc.allow_root_jobs = cfg.allow_root_jobs;
     rc.gpu_check = Some(gpu_check(probes, gpus));
-    Ok(ReproRunner::new(rc, metrics))
+    ReproRunner::new(rc, metrics)
 }
 
 /// Runs replay jobs, at most `max_concurrent` at a time: later requests wait in the bounded

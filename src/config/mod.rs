@@ -19,6 +19,41 @@ use std::time::Duration;
 /// The shipped default configuration (fake GPUs, local state dir, example logs).
 pub const DEFAULT_YAML: &str = include_str!("../../config/assertwatch.yaml");
 
+// Defaults of the settings the daemon itself owns. Settings handed on to a crate take that
+// crate's `DEFAULT_*` constants (`assertwatch_tail`, `assertwatch_alertmanager`,
+// `assertwatch_repro`, `assertwatch_gpu::GpuConfig::default()`), so each default is written once.
+
+/// Default of `listen`: loopback only, so nothing is exposed until asked for.
+pub const DEFAULT_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::LOCALHOST,
+    9949,
+));
+/// Default of `state_dir`, relative to the configuration file.
+pub const DEFAULT_STATE_DIR: &str = "./var/assertwatch";
+/// Shortest accepted `gpu.poll_interval`: NVML queries cost a few milliseconds per GPU.
+pub const MIN_GPU_POLL_INTERVAL: Duration = Duration::from_millis(100);
+/// Default of `detection.min_loss_scale`.
+pub const DEFAULT_MIN_LOSS_SCALE: f64 = 1.0;
+/// Default of `detection.follow_lines`.
+pub const DEFAULT_FOLLOW_LINES: u32 = 8;
+/// Most `incidents.excerpt_lines` accepted.
+pub const MAX_EXCERPT_LINES: usize = 1000;
+/// Default of `incidents.max_age`: 30 days.
+pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30 * 86_400);
+/// Default of `incidents.max_count`.
+pub const DEFAULT_MAX_COUNT: u64 = 10_000;
+/// Default of `incidents.max_store_bytes`: 256 MiB.
+pub const DEFAULT_MAX_STORE_BYTES: u64 = 256 << 20;
+/// Default of `incidents.max_per_minute`, per log source.
+pub const DEFAULT_MAX_INCIDENTS_PER_MINUTE: u32 = 60;
+/// Default of `incidents.correlation_window`.
+pub const DEFAULT_CORRELATION_WINDOW: Duration = Duration::from_secs(120);
+/// Default of `limits.max_series_per_family`.
+pub const DEFAULT_MAX_SERIES_PER_FAMILY: usize = 500;
+/// Default of `alertmanager.runbook_base_url`.
+pub const DEFAULT_RUNBOOK_BASE_URL: &str =
+    "https://github.com/assertwatch/assertwatch/blob/main/docs/runbooks.md";
+
 /// One problem with the configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigIssue {
@@ -80,7 +115,8 @@ pub struct GpuConfig {
 pub struct ReproConfig {
     pub enabled: bool,
     pub roots: Vec<String>,
-    pub modes: Vec<String>,
+    /// Replay modes in the order they are tried.
+    pub modes: Vec<assertwatch_repro::Mode>,
     pub timeout: Duration,
     pub max_per_hour: u32,
     pub max_concurrent: u32,

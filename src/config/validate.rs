@@ -7,6 +7,10 @@ use super::raw::*;
 use super::*;
 use crate::detect::{required_literals, UserRule};
 use crate::model::{Blame, Kind};
+use assertwatch_alertmanager as am;
+use assertwatch_repro::runner as repro_defaults;
+use assertwatch_repro::Mode;
+use assertwatch_tail as tail;
 
 struct Issues<'t> {
     text: &'t str,
@@ -210,18 +214,17 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
         list: Vec::new(),
     };
 
-    let listen_s = raw.listen.unwrap_or_else(|| "127.0.0.1:9949".into());
-    let listen = match listen_s.parse::<SocketAddr>() {
-        Ok(a) => a,
-        Err(_) => {
-            iss.add("listen", format!("{listen_s:?} is not an address; write it like \"127.0.0.1:9949\" or \"0.0.0.0:9949\""));
-            SocketAddr::from(([127, 0, 0, 1], 9949))
-        }
+    let listen = match raw.listen {
+        None => DEFAULT_LISTEN,
+        Some(listen_s) => match listen_s.parse::<SocketAddr>() {
+            Ok(a) => a,
+            Err(_) => {
+                iss.add("listen", format!("{listen_s:?} is not an address; write it like \"127.0.0.1:9949\" or \"0.0.0.0:9949\""));
+                DEFAULT_LISTEN
+            }
+        },
     };
-    let state_dir = resolve(
-        base,
-        raw.state_dir.as_deref().unwrap_or("./var/assertwatch"),
-    );
+    let state_dir = resolve(base, raw.state_dir.as_deref().unwrap_or(DEFAULT_STATE_DIR));
     let node_name = raw
         .node_name
         .or_else(|| std::env::var("NODE_NAME").ok().filter(|s| !s.is_empty()))
@@ -315,18 +318,25 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
             GpuBackendKind::None
         }
     };
-    let fake_file = resolve(
-        base,
-        g.fake_file.as_deref().unwrap_or("config/fake-gpus.yaml"),
-    );
+    let gpu_defaults = assertwatch_gpu::GpuConfig::default();
+    let fake_file = match g.fake_file.as_deref() {
+        Some(f) => resolve(base, f),
+        None => resolve(base, &gpu_defaults.fake_file.to_string_lossy()),
+    };
     let poll_interval = dur(
         &mut iss,
         "gpu.poll_interval",
         &g.poll_interval,
-        Duration::from_secs(10),
+        gpu_defaults.poll_interval,
     );
-    if poll_interval < Duration::from_millis(100) {
-        iss.add("gpu.poll_interval", "must be at least 100ms");
+    if poll_interval < MIN_GPU_POLL_INTERVAL {
+        iss.add(
+            "gpu.poll_interval",
+            format!(
+                "must be at least {}",
+                humantime::format_duration(MIN_GPU_POLL_INTERVAL)
+            ),
+        );
     }
 
     let r = raw.repro.unwrap_or(RawRepro {
@@ -340,18 +350,17 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
         allow_root_jobs: None,
     });
     let modes = if r.modes.is_empty() {
-        vec!["sync-gpu".into(), "cpu".into()]
+        repro_defaults::DEFAULT_MODES.to_vec()
     } else {
-        r.modes.clone()
-    };
-    for (i, m) in modes.iter().enumerate() {
-        if !["sync-gpu", "cpu", "sanitizer"].contains(&m.as_str()) {
-            iss.add(
-                format!("repro.modes[{i}]"),
-                format!("{m:?} is not a mode; use sync-gpu, cpu or sanitizer"),
-            );
+        let mut modes = Vec::with_capacity(r.modes.len());
+        for (i, m) in r.modes.iter().enumerate() {
+            match m.parse::<Mode>() {
+                Ok(m) => modes.push(m),
+                Err(e) => iss.add(format!("repro.modes[{i}]"), e),
+            }
         }
-    }
+        modes
+    };
     let repro = ReproConfig {
         enabled: r.enabled.unwrap_or(false),
         roots: r.roots.iter().map(|g| resolve_glob(base, g)).collect(),
@@ -360,10 +369,15 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
             &mut iss,
             "repro.timeout",
             &r.timeout,
-            Duration::from_secs(600),
+            repro_defaults::DEFAULT_TIMEOUT,
         ),
-        max_per_hour: r.max_per_hour.unwrap_or(10),
-        max_concurrent: r.max_concurrent.unwrap_or(1).max(1),
+        max_per_hour: r
+            .max_per_hour
+            .unwrap_or(repro_defaults::DEFAULT_MAX_PER_HOUR),
+        max_concurrent: r
+            .max_concurrent
+            .unwrap_or(repro_defaults::DEFAULT_MAX_CONCURRENT as u32)
+            .max(1),
         python: r.python.as_deref().map(|p| resolve(base, p)),
         allow_root_jobs: r.allow_root_jobs.unwrap_or(false),
     };
@@ -434,24 +448,24 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
                 &mut iss,
                 "alertmanager.resend_interval",
                 &a.resend_interval,
-                Duration::from_secs(60),
+                am::DEFAULT_RESEND_INTERVAL,
             ),
             resolve_after: dur(
                 &mut iss,
                 "alertmanager.resolve_after",
                 &a.resolve_after,
-                Duration::from_secs(300),
+                am::DEFAULT_RESOLVE_AFTER,
             ),
             timeout: dur(
                 &mut iss,
                 "alertmanager.timeout",
                 &a.timeout,
-                Duration::from_secs(10),
+                am::DEFAULT_TIMEOUT,
             ),
-            queue_capacity: a.queue_capacity.unwrap_or(1000),
-            runbook_base_url: a.runbook_base_url.unwrap_or_else(|| {
-                "https://github.com/assertwatch/assertwatch/blob/main/docs/runbooks.md".into()
-            }),
+            queue_capacity: a.queue_capacity.unwrap_or(am::DEFAULT_QUEUE_CAPACITY),
+            runbook_base_url: a
+                .runbook_base_url
+                .unwrap_or_else(|| DEFAULT_RUNBOOK_BASE_URL.into()),
         }
     });
 
@@ -542,19 +556,23 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
         follow_lines: None,
     });
     let max_line_bytes = match &d.max_line_bytes {
-        None => 1 << 20,
+        None => tail::DEFAULT_MAX_LINE_BYTES,
         Some(v) => match parse_size(v) {
-            Ok(n) if (256..=(64 << 20)).contains(&n) => n,
+            Ok(n) if (tail::MIN_MAX_LINE_BYTES..=tail::MAX_MAX_LINE_BYTES).contains(&n) => n,
             Ok(n) => {
                 iss.add(
                     "detection.max_line_bytes",
-                    format!("{n} is out of range; use 256 bytes to 64MiB"),
+                    format!(
+                        "{n} is out of range; use {} bytes to {}MiB",
+                        tail::MIN_MAX_LINE_BYTES,
+                        tail::MAX_MAX_LINE_BYTES >> 20
+                    ),
                 );
-                1 << 20
+                tail::DEFAULT_MAX_LINE_BYTES
             }
             Err(m) => {
                 iss.add("detection.max_line_bytes", m);
-                1 << 20
+                tail::DEFAULT_MAX_LINE_BYTES
             }
         },
     };
@@ -587,33 +605,33 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
     )
     .as_millis() as u64;
     if let Some(n) = inc.excerpt_lines {
-        if n == 0 || n > 1000 {
-            iss.add("incidents.excerpt_lines", "use 1 to 1000");
+        if n == 0 || n > MAX_EXCERPT_LINES {
+            iss.add(
+                "incidents.excerpt_lines",
+                format!("use 1 to {MAX_EXCERPT_LINES}"),
+            );
         } else {
             engine.excerpt_lines = n;
         }
     }
     let retention = RetentionConfig {
-        max_age: dur(
-            &mut iss,
-            "incidents.max_age",
-            &inc.max_age,
-            Duration::from_secs(30 * 86_400),
-        ),
-        max_count: inc.max_count.unwrap_or(10_000),
+        max_age: dur(&mut iss, "incidents.max_age", &inc.max_age, DEFAULT_MAX_AGE),
+        max_count: inc.max_count.unwrap_or(DEFAULT_MAX_COUNT),
         max_store_bytes: match &inc.max_store_bytes {
-            None => 256 << 20,
+            None => DEFAULT_MAX_STORE_BYTES,
             Some(v) => parse_size(v).map(|n| n as u64).unwrap_or_else(|m| {
                 iss.add("incidents.max_store_bytes", m);
-                256 << 20
+                DEFAULT_MAX_STORE_BYTES
             }),
         },
-        max_per_minute: inc.max_per_minute.unwrap_or(60),
+        max_per_minute: inc
+            .max_per_minute
+            .unwrap_or(DEFAULT_MAX_INCIDENTS_PER_MINUTE),
         correlation_window: dur(
             &mut iss,
             "incidents.correlation_window",
             &inc.correlation_window,
-            Duration::from_secs(120),
+            DEFAULT_CORRELATION_WINDOW,
         ),
     };
 
@@ -630,26 +648,26 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
             &mut iss,
             "tailing.rescan_interval",
             &t.rescan_interval,
-            Duration::from_secs(5),
+            tail::DEFAULT_RESCAN_INTERVAL,
         ),
-        max_open_files: t.max_open_files.unwrap_or(256),
+        max_open_files: t.max_open_files.unwrap_or(tail::DEFAULT_MAX_OPEN_FILES),
         checkpoint_interval: dur(
             &mut iss,
             "tailing.checkpoint_interval",
             &t.checkpoint_interval,
-            Duration::from_secs(1),
+            tail::DEFAULT_CHECKPOINT_INTERVAL,
         ),
         poll_interval: dur(
             &mut iss,
             "tailing.poll_interval",
             &t.poll_interval,
-            Duration::from_secs(1),
+            tail::DEFAULT_POLL_INTERVAL,
         ),
         read_bytes_per_pass: match &t.read_bytes_per_pass {
-            None => 256 << 10,
+            None => tail::DEFAULT_READ_BYTES_PER_PASS,
             Some(v) => parse_size(v).unwrap_or_else(|m| {
                 iss.add("tailing.read_bytes_per_pass", m);
-                1 << 20
+                tail::DEFAULT_READ_BYTES_PER_PASS
             }),
         },
         start_at_end: match t.start_at.as_deref() {
@@ -668,7 +686,7 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
     let max_series_per_family = raw
         .limits
         .and_then(|l| l.max_series_per_family)
-        .unwrap_or(500);
+        .unwrap_or(DEFAULT_MAX_SERIES_PER_FAMILY);
     if max_series_per_family == 0 {
         iss.add("limits.max_series_per_family", "must be at least 1");
     }
@@ -704,8 +722,8 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
         alertmanager,
         rules,
         max_line_bytes,
-        min_loss_scale: d.min_loss_scale.unwrap_or(1.0),
-        follow_lines: d.follow_lines.unwrap_or(8),
+        min_loss_scale: d.min_loss_scale.unwrap_or(DEFAULT_MIN_LOSS_SCALE),
+        follow_lines: d.follow_lines.unwrap_or(DEFAULT_FOLLOW_LINES),
         engine,
         retention,
         tailing,
@@ -762,6 +780,48 @@ mod tests {
         let i = issues("rules:\n  - name: r\n    pattern: \".*\"\n    kind: cuda_error\n");
         assert_eq!(i[0].path, "rules[0].pattern");
         assert_eq!(i[0].line, Some(3));
+    }
+
+    #[test]
+    fn repro_modes_are_typed_once() {
+        let c = parse("repro:\n  modes: [cpu, sanitizer]\n", None, Path::new("")).unwrap();
+        assert_eq!(c.repro.modes, vec![Mode::Cpu, Mode::Sanitizer]);
+        let i = issues("repro:\n  modes:\n    - cpu\n    - gpu\n");
+        assert_eq!((i[0].path.as_str(), i[0].line), ("repro.modes[1]", Some(4)));
+        assert!(i[0].message.contains("\"gpu\" is not a mode"), "{i:?}");
+    }
+
+    #[test]
+    fn omitted_settings_take_the_owning_crates_defaults() {
+        let c = parse(
+            "alertmanager:\n  url: http://am:9093\nrepro:\n  enabled: false\n",
+            None,
+            Path::new(""),
+        )
+        .unwrap();
+        assert_eq!(c.listen, DEFAULT_LISTEN);
+        assert_eq!(c.max_line_bytes, tail::DEFAULT_MAX_LINE_BYTES);
+        assert_eq!(c.tailing.poll_interval, tail::DEFAULT_POLL_INTERVAL);
+        assert_eq!(
+            c.tailing.read_bytes_per_pass,
+            tail::DEFAULT_READ_BYTES_PER_PASS
+        );
+        assert_eq!(c.repro.modes, repro_defaults::DEFAULT_MODES.to_vec());
+        assert_eq!(c.repro.timeout, repro_defaults::DEFAULT_TIMEOUT);
+        let a = c.alertmanager.unwrap();
+        assert_eq!(a.resolve_after, am::DEFAULT_RESOLVE_AFTER);
+        assert_eq!(a.queue_capacity, am::DEFAULT_QUEUE_CAPACITY);
+        assert_eq!(
+            c.gpu.poll_interval,
+            assertwatch_gpu::GpuConfig::default().poll_interval
+        );
+    }
+
+    #[test]
+    fn max_line_bytes_out_of_range_names_the_field() {
+        let i = issues("detection:\n  max_line_bytes: 100\n");
+        assert_eq!(i[0].path, "detection.max_line_bytes");
+        assert!(i[0].message.contains("use 256 bytes to 64MiB"), "{i:?}");
     }
 
     #[test]

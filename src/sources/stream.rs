@@ -5,6 +5,12 @@
 //! (`bytecount`), and only gated lines — plus the `follow_lines` lines after each — are
 //! materialised and inspected. Formats that wrap each line (CRI, Docker JSON, kmsg records) are
 //! decoded line by line first.
+//!
+//! Over-long lines are cut before they get here, by the one bounded reader of the tail crate
+//! (the tailer's pass, or [`assertwatch_tail::ChunkReader`]): a chunk marked `truncated` is one cut
+//! line, and any other chunk holds no line longer than `max_line`. The scanner only counts the
+//! cut lines; its own length checks are a guard that keeps findings bounded should a caller
+//! break that contract.
 
 use super::decode::{Decoder, Format};
 use super::reader::Chunk;
@@ -28,8 +34,6 @@ pub struct StreamScanner {
     /// Lines completed so far (the next line is `lines + 1`).
     lines: u64,
     follow: u32,
-    /// Offset of the first line that is still being skipped as over-long, if any.
-    long_line_counted_at: Option<u64>,
     /// Physical lines folded into a later logical line (CRI/Docker partials, kmsg continuations):
     /// `lines - joined` is the logical position the grouping windows use.
     joined: u64,
@@ -43,7 +47,6 @@ impl StreamScanner {
             max_line,
             lines: first_line.saturating_sub(1),
             follow: 0,
-            long_line_counted_at: None,
             joined: 0,
             stats: ScanStats::default(),
         }
@@ -77,7 +80,6 @@ impl StreamScanner {
         self.stats.bytes += chunk.data.len() as u64;
         if chunk.truncated {
             self.stats.truncated_lines += 1;
-            self.long_line_counted_at = Some(chunk.offset);
             self.per_line(chunk.data, chunk.offset, det, at_ms, out, true);
             return;
         }
@@ -204,7 +206,6 @@ impl StreamScanner {
 
     fn fast(&mut self, chunk: &Chunk<'_>, det: &DetectorSet, at_ms: u64, out: &mut Vec<Finding>) {
         let data = chunk.data;
-        self.count_long_lines(chunk);
         let mut counted = 0usize;
         let mut pos = 0usize;
         while pos < data.len() {
@@ -254,33 +255,6 @@ impl StreamScanner {
             self.lines += bytecount::count(tail, b'\n') as u64;
             if chunk.unterminated && tail.last() != Some(&b'\n') {
                 self.lines += 1;
-            }
-        }
-    }
-
-    /// Counts lines longer than `max_line` that lie wholly inside a chunk (the reader cuts only
-    /// those that span its buffer). Any such line contains a newline-free window of
-    /// `max_line / 2` bytes, so only those windows are examined.
-    fn count_long_lines(&mut self, chunk: &Chunk<'_>) {
-        let data = chunk.data;
-        if data.len() <= self.max_line {
-            return;
-        }
-        let h = (self.max_line / 2).max(1);
-        let mut w = 0;
-        while w < data.len() {
-            let we = (w + h).min(data.len());
-            if memchr::memchr(b'\n', &data[w..we]).is_none() {
-                let ls = memchr::memrchr(b'\n', &data[..w]).map_or(0, |i| i + 1);
-                let le = memchr::memchr(b'\n', &data[we..]).map_or(data.len(), |i| we + i);
-                let at = chunk.offset + ls as u64;
-                if le - ls > self.max_line && self.long_line_counted_at != Some(at) {
-                    self.stats.truncated_lines += 1;
-                    self.long_line_counted_at = Some(at);
-                }
-                w = le + 1;
-            } else {
-                w = we;
             }
         }
     }

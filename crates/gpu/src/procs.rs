@@ -14,6 +14,9 @@
 //!    `/var/log/containers/<pod>_<namespace>_<container>-<container id>.log` tell which one holds
 //!    the process (kubelet `pkg/kubelet/kuberuntime/legacy.go`, `legacyLogSymlink`).
 //!
+//! The pod log layout of point 2 is parsed here only, for the daemon as well: it names the pod of
+//! a followed log file with [`parse_pod_log_path`].
+//!
 //! It is a separate file because it is the only GPU code that reads the host filesystem; tests
 //! point it at a temporary tree.
 
@@ -85,6 +88,52 @@ fn container_id_of(segment: &str) -> Option<String> {
     let seg = segment.strip_suffix(".scope").unwrap_or(segment);
     let id = seg.rsplit('-').next().unwrap_or(seg);
     (id.len() >= 12 && id.chars().all(|c| c.is_ascii_hexdigit())).then(|| id.to_owned())
+}
+
+/// The parts of a kubelet pod log directory name, `<namespace>_<pod>_<uid>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodDirName<'a> {
+    pub namespace: &'a str,
+    pub pod: &'a str,
+    pub uid: &'a str,
+}
+
+/// Splits a pod log directory name; `None` unless it is `<namespace>_<pod>_<uid>` with all three
+/// parts non-empty. Namespaces and pod names are DNS labels and subdomains and never contain
+/// `_`, so the split is unambiguous.
+pub fn parse_pod_dir_name(name: &str) -> Option<PodDirName<'_>> {
+    let mut parts = name.splitn(3, '_');
+    let d = PodDirName {
+        namespace: parts.next()?,
+        pod: parts.next()?,
+        uid: parts.next()?,
+    };
+    (!d.namespace.is_empty() && !d.pod.is_empty() && !d.uid.is_empty()).then_some(d)
+}
+
+/// Namespace, pod, UID and container of a pod log file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodLogRef {
+    pub namespace: String,
+    pub pod: String,
+    pub uid: String,
+    pub container: String,
+}
+
+/// Parses a pod log file path, `.../pods/<namespace>_<pod>_<uid>/<container>/<n>.log`; `None`
+/// for any other path.
+pub fn parse_pod_log_path(path: &Path) -> Option<PodLogRef> {
+    let comps: Vec<&str> = path.iter().filter_map(|c| c.to_str()).collect();
+    let i = comps.windows(2).position(|w| w[0] == "pods")?;
+    let dir = parse_pod_dir_name(comps.get(i + 1)?)?;
+    let container = comps.get(i + 2)?;
+    comps.get(i + 3)?;
+    Some(PodLogRef {
+        namespace: dir.namespace.to_owned(),
+        pod: dir.pod.to_owned(),
+        uid: dir.uid.to_owned(),
+        container: (*container).to_owned(),
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -160,11 +209,11 @@ impl PodResolver {
         for entry in entries.take(MAX_SCAN_ENTRIES).flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            // `<namespace>_<pod>_<uid>`: namespaces and pod names are DNS labels/subdomains and
-            // never contain '_', so splitting on it is unambiguous.
-            let mut parts = name.splitn(3, '_');
-            let (Some(namespace), Some(pod), Some(uid)) =
-                (parts.next(), parts.next(), parts.next())
+            let Some(PodDirName {
+                namespace,
+                pod,
+                uid,
+            }) = parse_pod_dir_name(name)
             else {
                 continue;
             };
@@ -251,6 +300,35 @@ mod tests {
             proptest::prop_assert_eq!(parse_cgroup(&v2).map(|p| p.uid), Some(uid.clone()));
             proptest::prop_assert_eq!(parse_cgroup(&v1).map(|p| p.uid), Some(uid));
         }
+    }
+
+    #[test]
+    fn parses_kubelet_log_layout() {
+        let p = parse_pod_log_path(Path::new(
+            "/var/log/pods/ml_train-7f9c_0f1e2d3c-aaaa-bbbb/trainer/0.log",
+        ))
+        .unwrap();
+        assert_eq!(
+            (p.namespace.as_str(), p.pod.as_str(), p.container.as_str()),
+            ("ml", "train-7f9c", "trainer")
+        );
+        assert_eq!(p.uid, "0f1e2d3c-aaaa-bbbb");
+        assert!(parse_pod_log_path(Path::new("/data/jobs/1/train.log")).is_none());
+        assert!(parse_pod_log_path(Path::new("/var/log/pods/ml_train/trainer/0.log")).is_none());
+        assert!(parse_pod_log_path(Path::new("/var/log/pods/ml__uid/trainer/0.log")).is_none());
+    }
+
+    #[test]
+    fn pod_dir_name_keeps_underscores_in_the_uid_part() {
+        assert_eq!(
+            parse_pod_dir_name("kube-system_etcd-0_abc_def"),
+            Some(PodDirName {
+                namespace: "kube-system",
+                pod: "etcd-0",
+                uid: "abc_def"
+            })
+        );
+        assert_eq!(parse_pod_dir_name("_pod_uid"), None);
     }
 
     #[test]

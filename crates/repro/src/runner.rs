@@ -194,19 +194,28 @@ impl std::fmt::Debug for GpuCheck {
     }
 }
 
+/// Default of [`ReproConfig::modes`].
+pub const DEFAULT_MODES: [Mode; 2] = [Mode::SyncGpu, Mode::Cpu];
+/// Default of [`ReproConfig::timeout`].
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+/// Default of [`ReproConfig::max_concurrent`].
+pub const DEFAULT_MAX_CONCURRENT: usize = 1;
+/// Default of [`ReproConfig::max_per_hour`].
+pub const DEFAULT_MAX_PER_HOUR: u32 = 10;
+
 impl ReproConfig {
     /// Defaults (reproduction.md "Sane default limits") with the given state directory.
     pub fn new(state_dir: impl Into<PathBuf>) -> Self {
         ReproConfig {
             enabled: false,
             roots: Vec::new(),
-            modes: vec![Mode::SyncGpu, Mode::Cpu],
-            timeout: Duration::from_secs(600),
+            modes: DEFAULT_MODES.to_vec(),
+            timeout: DEFAULT_TIMEOUT,
             harness_margin: Duration::from_secs(15),
             grace: Duration::from_secs(10),
             python: None,
-            max_concurrent: 1,
-            max_per_hour: 10,
+            max_concurrent: DEFAULT_MAX_CONCURRENT,
+            max_per_hour: DEFAULT_MAX_PER_HOUR,
             max_attempts: 3,
             result_max_bytes: result::DEFAULT_MAX_RESULT_BYTES,
             output_cap: 1024 * 1024,

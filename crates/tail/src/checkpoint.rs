@@ -8,18 +8,16 @@
 //! again by identity, wherever it now lives). `last_seen` is in seconds since the Unix epoch and
 //! lets entries of vanished files expire.
 //!
-//! Writing follows Vector's checkpointer: the new state goes to `<path>.tmp`, is fsynced, renamed
-//! over `<path>`, and the directory is fsynced, so a crash at any point leaves either the old or
-//! the new file whole. On load, a valid `.tmp` at least as new as the main file wins: it means the
-//! previous process died between the fsync and the rename.
+//! Writing and recovery are [`crate::persist`]'s: `<path>.tmp`, fsync, rename, fsync of the
+//! directory; on load, a valid `.tmp` at least as new as the main file wins (the previous process
+//! died between the fsync and the rename).
 
-use std::fs::{self, File};
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::io;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::persist::{self, LoadError, Parsed};
 use crate::{FileId, TailError};
 
 /// The only format this crate writes.
@@ -62,19 +60,7 @@ pub(crate) struct Loaded {
     pub(crate) corrupt: Option<String>,
 }
 
-/// `<path>.tmp`.
-pub(crate) fn tmp_path(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".tmp");
-    PathBuf::from(s)
-}
-
-enum Parsed {
-    Ok(Vec<Entry>),
-    Corrupt(String),
-}
-
-fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed, TailError> {
+fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed<Vec<Entry>>, TailError> {
     match serde_json::from_slice::<VersionOnly>(bytes) {
         Ok(v) if v.version != VERSION => {
             return Err(TailError::CheckpointVersion {
@@ -83,22 +69,11 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Parsed, TailError> {
             })
         }
         Ok(_) => {}
-        Err(e) => return Ok(Parsed::Corrupt(e.to_string())),
+        Err(e) => return Ok(Parsed::Invalid(e.to_string())),
     }
     match serde_json::from_slice::<StateV1>(bytes) {
-        Ok(s) => Ok(Parsed::Ok(s.files)),
-        Err(e) => Ok(Parsed::Corrupt(e.to_string())),
-    }
-}
-
-fn read_optional(path: &Path) -> io::Result<Option<(Vec<u8>, Option<SystemTime>)>> {
-    match fs::read(path) {
-        Ok(b) => {
-            let mtime = fs::metadata(path).and_then(|m| m.modified()).ok();
-            Ok(Some((b, mtime)))
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
+        Ok(s) => Ok(Parsed::Valid(s.files)),
+        Err(e) => Ok(Parsed::Invalid(e.to_string())),
     }
 }
 
@@ -109,49 +84,18 @@ fn read_optional(path: &Path) -> io::Result<Option<(Vec<u8>, Option<SystemTime>)
 /// The main file cannot be read (other than not existing), or either file carries a version this
 /// crate does not know (it would be overwritten by an older format otherwise).
 pub(crate) fn load(path: &Path) -> Result<Loaded, TailError> {
-    let main = read_optional(path).map_err(|error| TailError::CheckpointRead {
-        path: path.to_owned(),
-        error,
+    let r = persist::load(path, parse).map_err(|e| match e {
+        LoadError::Read { path, error } => TailError::CheckpointRead { path, error },
+        LoadError::Parse(e) => e,
     })?;
-    let tmp_p = tmp_path(path);
-    // An unreadable tmp file is as good as none: the main file is still whole.
-    let tmp = read_optional(&tmp_p).ok().flatten();
-
-    let main_parsed = match &main {
-        Some((b, _)) => Some(parse(path, b)?),
-        None => None,
-    };
-    if let Some((b, tmp_mtime)) = &tmp {
-        if let Parsed::Ok(entries) = parse(&tmp_p, b)? {
-            let main_time = main.as_ref().and_then(|(_, t)| *t);
-            let main_ok = matches!(main_parsed, Some(Parsed::Ok(_)));
-            let newer = match (tmp_mtime, main_time) {
-                (Some(t), Some(m)) => *t >= m,
-                _ => true,
-            };
-            if !main_ok || newer {
-                return Ok(Loaded {
-                    entries,
-                    from_tmp: true,
-                    corrupt: None,
-                });
-            }
-        }
-    }
-    Ok(match main_parsed {
-        Some(Parsed::Ok(entries)) => Loaded {
-            entries,
-            ..Loaded::default()
-        },
-        Some(Parsed::Corrupt(why)) => Loaded {
-            corrupt: Some(why),
-            ..Loaded::default()
-        },
-        None => Loaded::default(),
+    Ok(Loaded {
+        entries: r.state.unwrap_or_default(),
+        from_tmp: r.from_tmp,
+        corrupt: r.invalid,
     })
 }
 
-/// Writes `entries` atomically to `path` (tmp file, fsync, rename, fsync of the directory).
+/// Writes `entries` atomically to `path` ([`persist::atomic_write`]).
 ///
 /// # Errors
 /// Any I/O failure (for example ENOSPC); the previous file is left in place.
@@ -161,24 +105,14 @@ pub(crate) fn store(path: &Path, entries: &[Entry]) -> io::Result<()> {
         files: entries.to_vec(),
     };
     let bytes = serde_json::to_vec(&state).map_err(io::Error::other)?;
-    let tmp = tmp_path(path);
-    {
-        let mut f = File::create(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-    }
-    fs::rename(&tmp, path)?;
-    // The rename is durable only once the directory entry is.
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    File::open(dir)?.sync_all()
+    persist::atomic_write(path, &bytes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::persist::tmp_path;
+    use std::fs;
 
     fn entry(id: u64, offset: u64) -> Entry {
         Entry {

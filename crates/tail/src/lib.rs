@@ -16,6 +16,9 @@
 //! acknowledged offsets, not read offsets; and inotify wakes the loop early while the rescan stays
 //! the ground truth.
 //!
+//! Two pieces serve the rest of the daemon too: [`ChunkReader`], the same bounded line reading
+//! over any `std::io::Read`, and [`persist`], the atomic state-file writes and their recovery.
+//!
 //! The crate does not know the daemon's metrics or line model: it publishes counters in
 //! [`TailStats`] and events on a channel, and the daemon maps them.
 //!
@@ -51,6 +54,7 @@ mod error;
 mod fingerprint;
 mod lines;
 mod paths;
+pub mod persist;
 mod ratelimit;
 mod stats;
 mod tailer;
@@ -62,6 +66,7 @@ use std::time::{Duration, SystemTime};
 pub use ack::AckHandle;
 pub use error::TailError;
 pub use fingerprint::FINGERPRINT_BYTES;
+pub use lines::{Chunk, ChunkReader};
 pub use stats::{SourceStats, TailStats};
 pub use tailer::Tailer;
 
@@ -130,22 +135,47 @@ pub struct TailConfig {
     pub checkpoint_retention: Duration,
 }
 
+/// Default of [`TailConfig::rescan_interval`].
+pub const DEFAULT_RESCAN_INTERVAL: Duration = Duration::from_secs(5);
+/// Default of [`TailConfig::max_open_files`].
+pub const DEFAULT_MAX_OPEN_FILES: usize = 256;
+/// Default of [`TailConfig::read_bytes_per_pass`]: 256 KiB.
+pub const DEFAULT_READ_BYTES_PER_PASS: usize = 256 << 10;
+/// Default of [`TailConfig::max_line_bytes`], and of every other reader of log lines (the
+/// daemon's `detection.max_line_bytes`, the kernel log, `assertwatch scan`): 1 MiB. CUDA
+/// device-side assert blocks and Python tracebacks fit; a binary file or a runaway writer costs
+/// at most this much per file.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 1 << 20;
+/// Smallest accepted `max_line_bytes` setting: shorter would cut ordinary log lines.
+pub const MIN_MAX_LINE_BYTES: usize = 256;
+/// Largest accepted `max_line_bytes` setting: memory per followed file stays bounded.
+pub const MAX_MAX_LINE_BYTES: usize = 64 << 20;
+/// Default of [`TailConfig::checkpoint_interval`].
+pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
+/// Default of [`TailConfig::poll_interval`].
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// Default of [`TailConfig::rotate_wait`].
+pub const DEFAULT_ROTATE_WAIT: Duration = Duration::from_secs(5);
+/// Default of [`TailConfig::checkpoint_retention`].
+pub const DEFAULT_CHECKPOINT_RETENTION: Duration = Duration::from_secs(3600);
+
 impl TailConfig {
-    /// Defaults: rescan 5 s, 256 open files, 1 MiB per pass, 64 KiB lines, start at 0,
-    /// checkpoints every second, poll every 250 ms, rotate_wait 5 s, retention 1 h.
+    /// The `DEFAULT_*` settings of this crate: rescan 5 s, 256 open files, 256 KiB per pass,
+    /// 1 MiB lines, start at 0, checkpoints every second, poll every second, rotate_wait 5 s,
+    /// retention 1 h.
     pub fn new(sources: Vec<TailSource>, checkpoint_path: PathBuf) -> Self {
         Self {
             sources,
             checkpoint_path,
-            rescan_interval: Duration::from_secs(5),
-            max_open_files: 256,
-            read_bytes_per_pass: 1 << 20,
-            max_line_bytes: 64 << 10,
+            rescan_interval: DEFAULT_RESCAN_INTERVAL,
+            max_open_files: DEFAULT_MAX_OPEN_FILES,
+            read_bytes_per_pass: DEFAULT_READ_BYTES_PER_PASS,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             start_at_end: false,
-            checkpoint_interval: Duration::from_secs(1),
-            poll_interval: Duration::from_millis(250),
-            rotate_wait: Duration::from_secs(5),
-            checkpoint_retention: Duration::from_secs(3600),
+            checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            rotate_wait: DEFAULT_ROTATE_WAIT,
+            checkpoint_retention: DEFAULT_CHECKPOINT_RETENTION,
         }
     }
 }

@@ -66,16 +66,19 @@ pub fn checkpoint_path(state_dir: &Path) -> PathBuf {
     state_dir.join("kernel-log.json")
 }
 
+/// The saved position, recovered by the rule every state file follows
+/// ([`assertwatch_tail::persist::load`]); `None` when there is none to trust.
 fn load_checkpoint(state_dir: &Path) -> Option<KernelCheckpoint> {
-    let p = checkpoint_path(state_dir);
-    for cand in [p.with_extension("tmp"), p] {
-        if let Ok(t) = std::fs::read_to_string(&cand) {
-            if let Ok(c) = serde_json::from_str(&t) {
-                return Some(c);
-            }
-        }
-    }
-    None
+    use assertwatch_tail::persist::{self, Parsed};
+    let parse = |_: &Path, b: &[u8]| {
+        Ok::<_, std::convert::Infallible>(
+            serde_json::from_slice(b)
+                .map_or_else(|e| Parsed::Invalid(e.to_string()), Parsed::Valid),
+        )
+    };
+    persist::load(&checkpoint_path(state_dir), parse)
+        .ok()?
+        .state
 }
 
 /// Starts the reader thread. `ready` is called once the source is open (or found absent).

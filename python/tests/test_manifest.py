@@ -1,11 +1,13 @@
-"""Manifest validation: the contract in docs/manifest.md, checked without torch."""
+"""Manifest validation: the shared contract file (docs/manifest.md), checked without torch."""
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -102,6 +104,15 @@ BAD = [
     ("extra", {"blob": "x" * (mf.MAX_EXTRA_BYTES + 1)}, "extra"),
     ("job", _DELETE, "job"),
     ("cuda_device.index", "3", "cuda_device.index"),
+    # Where the two sides once disagreed: whole-string ASCII patterns, seconds 60/61, year 0.
+    ("job.name", "train-42\n", "job.name"),
+    ("replay.entrypoint", "proj.train:replay_step\n", "replay.entrypoint"),
+    ("created_at", "2026-03-01T12:00:00Z\n", "created_at"),
+    ("created_at", "2026-03-01T12:00:60Z", "created_at"),
+    ("created_at", "2026-03-01T12:00:61Z", "created_at"),
+    ("created_at", "0000-01-01T00:00:00Z", "created_at"),
+    ("created_at", "\u0662\u0660\u0662\u0666-03-01T12:00:00Z", "created_at"),
+    ("replay.estimates.step_seconds", 10**400, "replay.estimates.step_seconds"),
 ]
 
 
@@ -144,6 +155,66 @@ def test_size_limit(doc):
 def test_rejects_bad_bytes(data, needle):
     with pytest.raises(mf.ManifestError, match=needle):
         mf.parse(data)
+
+
+def test_rejects_what_serde_json_rejects():
+    text = EXAMPLE.read_text()
+    assert '"epoch": 3' in text
+    with pytest.raises(mf.ManifestError) as info:
+        mf.parse(text.replace('"epoch": 3', '"epoch": -0').encode())
+    assert info.value.field == "step.epoch"
+    with pytest.raises(mf.ManifestError, match="lone surrogate"):
+        mf.parse(text.replace('"train-42-w3"', '"train-\\ud800"', 1).encode())
+    with pytest.raises(mf.ManifestError, match="nested too deeply"):
+        mf.parse(b"[" * 30000 + b"]" * 30000)
+
+
+def test_extra_is_measured_compact(doc):
+    # {"a":1,"b":2,"blob":"..."} is 23 bytes plus the blob, whatever spaces json.dumps would add.
+    doc["extra"] = {"a": 1, "b": 2, "blob": "x" * (mf.MAX_EXTRA_BYTES - 23)}
+    mf.validate(doc)
+    doc["extra"]["blob"] += "x"
+    with pytest.raises(mf.ManifestError, match="the limit is 16384"):
+        mf.validate(doc)
+
+
+def test_contract_is_the_package_file():
+    raw = (Path(mf.__file__).parent / mf.CONTRACT_FILE).read_bytes()
+    assert hashlib.sha256(raw).hexdigest() == mf.CONTRACT_SHA256
+    assert mf.CONTRACT_VERSION == json.loads(raw)["version"] == 1
+    assert mf.SCHEMA == "assertwatch.debug-state/v1"
+    assert mf.MODES == ("sync-gpu", "cpu", "sanitizer")
+    assert set(mf.RULES) == set(mf.CONTRACT["rules"])
+
+
+def test_contract_nodes_are_complete():
+    """Every node has what its type needs and names only known patterns and rules."""
+    needs = {
+        "list": {"items"},
+        "map": {"values", "max_entries", "allowed_keys"},
+        "free_object": {"max_bytes", "max_depth"},
+    }
+
+    def walk(node, at):
+        assert node["type"] in ("object", "list", "map", "free_object", "string", "int", "number", "bool"), at
+        assert needs.get(node["type"], set()) <= set(node), at
+        assert node.get("pattern", "job_name") in mf.PATTERNS, at
+        assert node.get("rule", "files") in mf.RULES, at
+        for key, child in node.get("keys", {}).items():
+            walk(child, f"{at}.{key}")
+        for key in ("items", "values"):
+            if key in node:
+                walk(node[key], f"{at}.{key}")
+
+    walk(mf.CONTRACT["document"], "document")
+
+
+def test_patterns_match_whole_ascii_strings():
+    assert mf.JOB_NAME_RE.match("train-42")
+    assert not mf.JOB_NAME_RE.match("train-42\n")
+    assert not mf.ENTRYPOINT_RE.match("a:b:c")
+    assert mf.ENTRYPOINT_RE.match("examples.tiny_train:replay_step")
+    assert not mf.PATTERNS["created_at"].match("\u0662\u0660\u0662\u0666-03-01T12:00:00Z")
 
 
 def test_load_refuses_symlink(tmp_path):

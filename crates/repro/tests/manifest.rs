@@ -1,5 +1,6 @@
 //! Manifest rejection cases, each with its reason code, checked against the Python validator too
-//! (the two sides must refuse the same documents), and discovery of the flagged and previous step.
+//! (the two sides load one contract file and must refuse the same documents), and discovery of
+//! the flagged and previous step.
 
 mod common;
 
@@ -206,6 +207,87 @@ fn other_contract_rules() {
         |d| d["extra"] = json!({"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": {}}}}}}}}}),
         "bad_field",
     );
+}
+
+/// Where the two sides used to disagree: whole-string ASCII patterns, seconds 60 and 61, year 0,
+/// `-0` as an integer, escaped lone surrogates.
+#[test]
+fn former_disagreements_are_rejected_by_both() {
+    rejected_by_both(|d| d["job"]["name"] = json!("train-42\n"), "bad_field");
+    rejected_by_both(
+        |d| d["replay"]["entrypoint"] = json!("proj.train:replay_step\n"),
+        "bad_field",
+    );
+    for bad in [
+        "2026-03-01T12:00:60Z",
+        "2026-03-01T12:00:61Z",
+        "0000-01-01T00:00:00Z",
+        "٢٠٢٦-03-01T12:00:00Z",
+        "2026-03-01T12:00:00Z\n",
+    ] {
+        rejected_by_both(|d| d["created_at"] = json!(bad), "bad_field");
+    }
+    for (from, to, want) in [
+        ("\"epoch\": 0", "\"epoch\": -0", "bad_field"),
+        ("\"node-1\"", "\"node-\\ud800\"", "bad_json"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = write_entry(tmp.path(), 5, LOG, default_argv(), ago(60), |_| {});
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{from}");
+        std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+        let e = manifest::load(&path, &ManifestLimits::default()).unwrap_err();
+        assert_eq!(e.reason(), want, "{to}: {e}");
+        assert!(!python_accepts(&path), "the Python validator accepted {to}");
+    }
+}
+
+/// `extra` is measured as compact JSON on both sides: at the limit it passes, one byte over it
+/// fails, whatever spaces a pretty printer would add.
+#[test]
+fn extra_is_measured_the_same_way_on_both_sides() {
+    let limit = manifest::contract()
+        .node(&["extra"])
+        .and_then(|n| n.max_bytes)
+        .unwrap();
+    // {"a":1,"b":2,"blob":"…"} is 23 bytes plus the blob.
+    let extra = |n: usize| json!({"a": 1, "b": 2, "blob": "x".repeat(n)});
+    assert_eq!(serde_json::to_vec(&extra(0)).unwrap().len(), 23);
+    let (reason, path, _t) = reason_of(|d| d["extra"] = extra(limit - 23));
+    assert_eq!(reason, "accepted");
+    assert!(python_accepts(&path));
+    rejected_by_both(|d| d["extra"] = extra(limit - 22), "bad_field");
+}
+
+/// Both sides load the same contract file: the same bytes, version, schema and modes.
+#[test]
+fn both_sides_load_the_same_contract() {
+    let script = "import json; from assertwatch_replay import manifest as m; \
+                  print(json.dumps([m.CONTRACT_VERSION, m.CONTRACT_SHA256, m.SCHEMA, list(m.MODES), \
+                  m.MAX_MANIFEST_BYTES, m.__file__]))";
+    let out = command(&python().to_string_lossy())
+        .args(["-c", script])
+        .env("PYTHONPATH", repo_python_dir())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let py: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = manifest::contract();
+    // The module under test is the repository's, not an installed copy.
+    let module = Path::new(py[5].as_str().unwrap()).canonicalize().unwrap();
+    assert!(module.starts_with(repo_python_dir().canonicalize().unwrap()));
+    assert_eq!(py[0], json!(c.version));
+    assert_eq!(py[1], json!(sha256_hex(manifest::CONTRACT_JSON.as_bytes())));
+    assert_eq!(py[2], json!(c.schema));
+    assert_eq!(py[3], json!(c.modes()));
+    assert_eq!(py[4], json!(c.max_manifest_bytes));
+    let on_disk =
+        std::fs::read(repo_python_dir().join("assertwatch_replay/manifest-contract.json"));
+    assert_eq!(on_disk.unwrap(), manifest::CONTRACT_JSON.as_bytes());
 }
 
 #[test]

@@ -19,6 +19,8 @@
 //! - [`actions`]: the replay runner. [`model`]: values that cross these boundaries.
 //! - [`scan`]: the one-shot command; [`app`]: the daemon's assembly; [`cli`]: the edge.
 
+#![forbid(unsafe_code)]
+
 pub mod actions;
 pub mod app;
 pub mod cli;

@@ -192,20 +192,17 @@ fn resolve_user(spec: &str) -> Result<RunAs, String> {
             name: spec.to_owned(),
         });
     }
-    let c = std::ffi::CString::new(spec).map_err(|_| format!("{spec:?} is not a user name"))?;
-    // SAFETY: getpwnam returns a pointer into static storage or null; fields are read at once,
-    // during validation, before any other thread of ours calls getpw*.
-    let pw = unsafe { libc::getpwnam(c.as_ptr()) };
-    if pw.is_null() {
-        return Err(format!("no user {spec:?} on this system"));
+    // getpwnam_r through nix: reentrant, so a reload validating the file while other threads
+    // run is safe too.
+    match nix::unistd::User::from_name(spec) {
+        Ok(Some(u)) => Ok(RunAs {
+            uid: u.uid.as_raw(),
+            gid: u.gid.as_raw(),
+            name: spec.to_owned(),
+        }),
+        Ok(None) => Err(format!("no user {spec:?} on this system")),
+        Err(e) => Err(format!("{spec:?}: cannot read the user database: {e}")),
     }
-    // SAFETY: pw is non-null and points to a valid passwd record (see above).
-    let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
-    Ok(RunAs {
-        uid,
-        gid,
-        name: spec.to_owned(),
-    })
 }
 
 pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<ConfigIssue>> {

@@ -141,7 +141,10 @@ fn detail_page_renders_the_failing_line_and_log_markup_as_text_in_chromium() {
         Some("default-src 'none'; style-src 'unsafe-inline'")
     );
     let (_, index) = common::get(&d.url("/"));
-    assert!(index.contains(&format!("href=\"/incidents/{id}\"")), "{index}");
+    assert!(
+        index.contains(&format!("href=\"/incidents/{id}\"")),
+        "{index}"
+    );
     assert!(index.contains(&format!("href=\"/api/v1/incidents/{id}\"")));
     assert_eq!(common::get(&d.url("/incidents/999999")).0, 404);
     assert_eq!(common::get(&d.url("/incidents/abc")).0, 400);

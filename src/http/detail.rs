@@ -64,9 +64,9 @@ pub fn render(rec: &IncidentRecord, related: &[Related]) -> String {
 pub fn error_page(title: &str, message: &str) -> String {
     let mut h = String::new();
     head(&mut h, title);
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<h1>{}</h1><p>{}</p><p><a href=\"/\">← all incidents</a></p></body></html>\n",
+        "<h1>{}</h1><p>{}</p><p><a href=\"/\">← all incidents</a></p></body></html>",
         escape(title),
         escape(message)
     );
@@ -479,7 +479,10 @@ mod tests {
         rec.incident.hint = XSS.into();
         let html = render(&rec, &[]);
         assert!(!html.contains("<script"), "{html}");
-        assert!(html.contains("&lt;/script&gt;IndexKernel.cu</code>"), "kernel file");
+        assert!(
+            html.contains("&lt;/script&gt;IndexKernel.cu</code>"),
+            "kernel file"
+        );
         assert!(
             html.contains("RuntimeError: &lt;script&gt;alert(1)&lt;/script&gt;"),
             "message"

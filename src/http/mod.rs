@@ -1,9 +1,10 @@
-//! The HTTP listener: `/metrics`, `/healthz`, `/readyz`, the incidents API and the page.
+//! The HTTP listener: `/metrics`, `/healthz`, `/readyz`, the incidents API and the pages.
 //!
 //! Handlers only read: the metrics registry, the store (through a read-only connection of
 //! their own, on blocking threads) and the readiness latches. Nothing here waits on NVML, on the
 //! incident task or on the store's writer, so a scrape answers even while the disk stalls.
 
+mod detail;
 mod page;
 
 use crate::incidents::store::{ListFilter, Store};
@@ -76,6 +77,7 @@ pub fn router(state: HttpState) -> Router {
         .route("/api/v1/incidents", get(list))
         .route("/api/v1/incidents/{id}", get(one))
         .route("/", get(index))
+        .route("/incidents/{id}", get(incident_page))
         .with_state(state)
 }
 
@@ -184,5 +186,147 @@ async fn index(State(s): State<HttpState>) -> Response {
     .ok()
     .and_then(Result::ok)
     .unwrap_or_default();
-    Html(page::render(&s.node, &(s.gpu_summary)(), &recent)).into_response()
+    html(
+        StatusCode::OK,
+        page::render(&s.node, &(s.gpu_summary)(), &recent),
+    )
+}
+
+/// The pages run no scripts and load nothing: only their inline style is allowed, so text that
+/// slipped through escaping still could not run (<https://www.w3.org/TR/CSP3/#directive-default-src>).
+const PAGE_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'";
+
+/// Related incidents the detail page looks up and lists, at most.
+const MAX_RELATED: usize = 50;
+
+fn html(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [(header::CONTENT_SECURITY_POLICY, PAGE_CSP)],
+        Html(body),
+    )
+        .into_response()
+}
+
+async fn incident_page(State(s): State<HttpState>, Path(id): Path<String>) -> Response {
+    if !s.api_open {
+        return closed();
+    }
+    let Ok(id) = id.parse::<i64>() else {
+        return html(
+            StatusCode::BAD_REQUEST,
+            detail::error_page("Bad request", &format!("{id:?} is not an incident id")),
+        );
+    };
+    let store = s.store.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        let Some(rec) = store.get(id)? else {
+            return Ok(None);
+        };
+        let related: Vec<detail::Related> = rec
+            .related
+            .iter()
+            .take(MAX_RELATED)
+            .map(|&r| detail::Related::of(r, store.get(r).ok().flatten().as_ref()))
+            .collect();
+        Ok::<_, crate::incidents::store::StoreError>(Some((rec, related)))
+    })
+    .await;
+    match found {
+        Ok(Ok(Some((rec, related)))) => html(StatusCode::OK, detail::render(&rec, &related)),
+        Ok(Ok(None)) => html(
+            StatusCode::NOT_FOUND,
+            detail::error_page("Not found", &format!("There is no incident {id}.")),
+        ),
+        Ok(Err(e)) => html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            detail::error_page("Store error", &format!("{e:#}")),
+        ),
+        Err(e) => html(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            detail::error_page("Internal error", &e.to_string()),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::incidents::store::test_record;
+
+    fn state(api_open: bool) -> (HttpState, i64) {
+        let store = Store::in_memory().unwrap();
+        let mut rec = test_record();
+        rec.incident.python_frame = Some("/job/train.py:12".into());
+        let (id, _) = store.put("k", 1, &rec).unwrap();
+        rec.related = vec![id];
+        let (id2, _) = store.put("k2", 2, &rec).unwrap();
+        let st = HttpState {
+            metrics: Metrics::new(),
+            store: Arc::new(store),
+            readiness: Readiness::new().0,
+            node: "n".into(),
+            gpu_summary: Arc::new(Vec::new),
+            api_open,
+        };
+        (st, id2)
+    }
+
+    async fn body(r: Response) -> String {
+        let b = axum::body::to_bytes(r.into_body(), 1 << 20).await.unwrap();
+        String::from_utf8(b.to_vec()).unwrap()
+    }
+
+    fn csp(r: &Response) -> Option<&str> {
+        r.headers()
+            .get(header::CONTENT_SECURITY_POLICY)
+            .and_then(|v| v.to_str().ok())
+    }
+
+    #[tokio::test]
+    async fn detail_page_renders_with_a_script_free_policy() {
+        let (st, id) = state(true);
+        let r = incident_page(State(st), Path(id.to_string())).await;
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(csp(&r), Some(PAGE_CSP));
+        let b = body(r).await;
+        assert!(b.contains("<code>/job/train.py:12</code>"), "{b}");
+        assert!(
+            b.contains(&format!("<a href=\"/incidents/{}\">", id - 1)),
+            "{b}"
+        );
+    }
+
+    #[tokio::test]
+    async fn unknown_and_malformed_ids_are_404_and_400_pages() {
+        let (st, _) = state(true);
+        let r = incident_page(State(st.clone()), Path("9999".into())).await;
+        assert_eq!(r.status(), StatusCode::NOT_FOUND);
+        assert_eq!(csp(&r), Some(PAGE_CSP));
+        assert!(body(r).await.contains("no incident 9999"));
+        let r = incident_page(State(st), Path("<b>x".into())).await;
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        let b = body(r).await;
+        assert!(b.contains("&lt;b&gt;x") && !b.contains("<b>x"), "{b}");
+    }
+
+    #[tokio::test]
+    async fn a_closed_api_closes_the_detail_page() {
+        let (st, id) = state(false);
+        let r = incident_page(State(st), Path(id.to_string())).await;
+        assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    }
+
+    #[tokio::test]
+    async fn the_index_links_rows_to_detail_pages_and_json() {
+        let (st, id) = state(true);
+        let r = index(State(st)).await;
+        assert_eq!(csp(&r), Some(PAGE_CSP));
+        let b = body(r).await;
+        assert!(b.contains(&format!("<a href=\"/incidents/{id}\">")), "{b}");
+        assert!(
+            b.contains(&format!("href=\"/api/v1/incidents/{id}\">JSON</a>")),
+            "{b}"
+        );
+    }
 }

@@ -1,5 +1,6 @@
 //! `GET /`: a small server-rendered page for people — GPUs, recent incidents with their hint and
-//! reproduction result. No JavaScript; every value from a log is HTML-escaped.
+//! reproduction result, each linked to its detail page. No JavaScript; every value from a log is
+//! HTML-escaped.
 
 use crate::model::IncidentRecord;
 use std::fmt::Write;
@@ -28,15 +29,32 @@ pub fn escape(s: &str) -> String {
     o
 }
 
-pub fn render(node: &str, gpus: &[GpuRow], incidents: &[IncidentRecord]) -> String {
-    let mut h = String::new();
+/// The shared CSS of the HTML pages. Inline, because the pages' Content-Security-Policy allows
+/// inline styles and nothing else.
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}\
+table{border-collapse:collapse;width:100%}\
+td,th{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}\
+th{white-space:nowrap}\
+.application{color:#9a5b00}.hardware{color:#b00020}.driver{color:#6a1b9a}code{font-size:90%}\
+pre{background:#f6f6f6;padding:.6em;overflow-x:auto;white-space:pre-wrap;word-break:break-all}\
+.failing{border-left:5px solid #b00020;background:#fff5f5;padding:.4em 1em;margin:1em 0}\
+.failing .line{font-size:1.4em;margin:.3em 0}.async{color:#555}.muted{color:#777}";
+
+/// Opens an HTML document: doctype, title (escaped here) and the shared style.
+pub(super) fn head(h: &mut String, title: &str) {
     let _ = write!(
         h,
-        "<!doctype html><html><head><meta charset=utf-8><title>assertwatch — {n}</title>\
-<style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:80em}}table{{border-collapse:collapse;width:100%}}\
-td,th{{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}}\
-.application{{color:#9a5b00}}.hardware{{color:#b00020}}.driver{{color:#6a1b9a}}code{{font-size:90%}}</style></head><body>\
-<h1>assertwatch on {n}</h1><p><a href=/metrics>metrics</a> · <a href=/api/v1/incidents>incidents API</a></p>",
+        "<!doctype html><html><head><meta charset=utf-8><title>{}</title><style>{STYLE}</style></head><body>",
+        escape(title)
+    );
+}
+
+pub fn render(node: &str, gpus: &[GpuRow], incidents: &[IncidentRecord]) -> String {
+    let mut h = String::new();
+    head(&mut h, &format!("assertwatch — {node}"));
+    let _ = write!(
+        h,
+        "<h1>assertwatch on {n}</h1><p><a href=/metrics>metrics</a> · <a href=/api/v1/incidents>incidents API</a></p>",
         n = escape(node)
     );
     h.push_str("<h2>GPUs</h2>");
@@ -87,7 +105,7 @@ td,th{{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-a
                 .unwrap_or_else(|| "—".into());
             let _ = write!(
                 h,
-                "<tr><td><a href=/api/v1/incidents/{id}>{t}</a></td><td>{what}</td><td>{place}</td><td class={b}>{b}</td><td>{hint}</td><td>{repro}</td></tr>",
+                "<tr><td><a href=\"/incidents/{id}\">{t}</a><br><a class=muted href=\"/api/v1/incidents/{id}\">JSON</a></td><td>{what}</td><td>{place}</td><td class={b}>{b}</td><td>{hint}</td><td>{repro}</td></tr>",
                 id = r.id,
                 t = escape(&r.time),
                 b = i.blame,

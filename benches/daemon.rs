@@ -285,7 +285,9 @@ fn slow_store(dir: &Path) {
         let (mut m, mut api) = (Vec::new(), Vec::new());
         let t = Instant::now();
         while t.elapsed().as_secs_f64() < secs {
-            let filler: String = (0..50).map(|i| format!("step {n} {i} loss 0.5\n")).collect();
+            let filler: String = (0..50)
+                .map(|i| format!("step {n} {i} loss 0.5\n"))
+                .collect();
             writer.write_all(filler.as_bytes()).expect("write");
             writer.write_all(block(n).as_bytes()).expect("write");
             n += 1;

@@ -217,6 +217,13 @@ pub async fn run(cfg: Config, opts: RunOptions) -> anyhow::Result<Exit> {
         sinks::probe::ProbeSink::new(probes.clone()),
         sinks::DEFAULT_QUEUE,
     );
+    let (health, health_rx) = crate::health::sink::HealthSink::new(
+        cfg.state_dir.clone(),
+        metrics.clone(),
+        Some(gpu_snapshot.clone()),
+        probes.clone(),
+    );
+    sinks.add(health, sinks::DEFAULT_QUEUE);
     let notifier = match &cfg.alertmanager {
         Some(am) => {
             let m = assertwatch_alertmanager::Metrics::register(&metrics.registry)
@@ -343,7 +350,7 @@ pub async fn run(cfg: Config, opts: RunOptions) -> anyhow::Result<Exit> {
         store: reader,
         readiness: readiness.clone(),
         node: cfg.node_name.clone(),
-        gpu_summary: http::gpu_rows(gpu_snapshot.clone()),
+        gpu_summary: http::gpu_rows(gpu_snapshot.clone(), health_rx.clone()),
     };
     let http_task = {
         let stop = shutdown.clone();

@@ -39,6 +39,15 @@ pub enum Command {
     },
     /// Validate a configuration file; prints every problem, exit 2 if there is one.
     CheckConfig { file: PathBuf },
+    /// GPU health of this node as the daemon last saw it (for Slurm's HealthCheckProgram and
+    /// node health checks): exit 0 when every GPU is healthy, 1 with a one-line reason otherwise.
+    Health {
+        /// The daemon's configuration (for its state_dir); the embedded default without it.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = HealthFormat::Text)]
+        format: HealthFormat,
+    },
     /// One-shot detection over files or stdin (`-`), one record per incident.
     Scan {
         #[arg(long, value_enum, default_value_t = StreamArg::Auto)]
@@ -84,6 +93,12 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = FormatArg::Text)]
         format: FormatArg,
     },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum HealthFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -138,6 +153,7 @@ pub fn run(cli: Cli) -> ExitCode {
             files,
         } => cmd_scan(stream, format, config, max_line_bytes, &files),
         Command::ExplainXid { xid, format } => cmd_explain(xid, format),
+        Command::Health { config, format } => cmd_health(config, format),
         Command::Probe {
             gpu,
             timeout,
@@ -184,6 +200,37 @@ fn cmd_run(
             ..Default::default()
         },
     )
+}
+
+/// `assertwatch health`: reads the saved GPU health under the configured state_dir.
+fn cmd_health(config_path: Option<PathBuf>, format: HealthFormat) -> ExitCode {
+    let cfg = match &config_path {
+        Some(p) => config::load(p),
+        None => config::default_config(),
+    };
+    let cfg = match cfg {
+        Ok(c) => c,
+        Err(e) => {
+            print_config_error(&e);
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let v = crate::health::check::check(&cfg.state_dir);
+    match format {
+        HealthFormat::Text => println!("{}", v.reason),
+        HealthFormat::Json => match serde_json::to_string(&v) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("assertwatch: {e}");
+                return ExitCode::from(1);
+            }
+        },
+    }
+    if v.healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 /// Prints each configuration issue on its own line.

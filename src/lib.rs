@@ -27,6 +27,7 @@ pub mod cli;
 pub mod config;
 pub mod detect;
 pub mod fsutil;
+pub mod health;
 pub mod http;
 pub mod incidents;
 pub mod lifecycle;

@@ -18,21 +18,56 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use std::sync::Arc;
 
-/// The page's GPU rows from the latest GPU snapshot.
+/// The GPU rows of the page and `/api/v1/gpus`: every GPU NVML reports, with its health, then
+/// the GPUs known only from kernel-log lines (no NVML), keyed by bus id.
 pub fn gpu_rows(
     snapshot: tokio::sync::watch::Receiver<Arc<assertwatch_gpu::GpuSnapshot>>,
+    health: tokio::sync::watch::Receiver<crate::health::sink::HealthReport>,
 ) -> Arc<dyn Fn() -> Vec<GpuRow> + Send + Sync> {
+    use crate::detect::xid::normalize_bus;
     Arc::new(move || {
         let s = snapshot.borrow().clone();
-        s.gpus
+        let h = health.borrow().clone();
+        let since = |ms: i64| (ms > 0).then(|| crate::incidents::store::rfc3339_ms(ms));
+        let mut rows: Vec<GpuRow> = s
+            .gpus
             .iter()
-            .map(|g| GpuRow {
-                index: g.id.index,
-                name: g.info.name.clone().unwrap_or_default(),
-                uuid: g.id.uuid.clone(),
-                status: if g.lost { "lost".into() } else { "ok".into() },
+            .map(|g| {
+                let key = normalize_bus(&g.id.pci_bus_id);
+                let gh = h.iter().find(|x| x.pci_bus_id == key);
+                GpuRow {
+                    index: Some(g.id.index),
+                    name: g.info.name.clone().unwrap_or_default(),
+                    uuid: g.id.uuid.clone(),
+                    pci_bus_id: g.id.pci_bus_id.clone(),
+                    status: if g.lost { "lost".into() } else { "ok".into() },
+                    health: gh.map_or(crate::health::HealthState::Healthy, |x| x.state),
+                    health_reason: gh.and_then(|x| x.reason.clone()),
+                    health_since: gh.and_then(|x| since(x.since_ms)),
+                    health_incident: gh.and_then(|x| x.incident),
+                }
             })
-            .collect()
+            .collect();
+        for x in h.iter() {
+            if s.gpus
+                .iter()
+                .any(|g| normalize_bus(&g.id.pci_bus_id) == x.pci_bus_id)
+            {
+                continue;
+            }
+            rows.push(GpuRow {
+                index: x.index,
+                name: String::new(),
+                uuid: x.uuid.clone().unwrap_or_default(),
+                pci_bus_id: x.pci_bus_id.clone(),
+                status: "unknown".into(),
+                health: x.state,
+                health_reason: x.reason.clone(),
+                health_since: since(x.since_ms),
+                health_incident: x.incident,
+            });
+        }
+        rows
     })
 }
 
@@ -75,6 +110,7 @@ pub fn router(state: HttpState) -> Router {
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/api/v1/incidents", get(list))
+        .route("/api/v1/gpus", get(gpus))
         .route("/api/v1/incidents/{id}", get(one))
         .route("/", get(index))
         .route("/incidents/{id}", get(incident_page))
@@ -91,6 +127,12 @@ async fn metrics(State(s): State<HttpState>) -> Response {
         body,
     )
         .into_response()
+}
+
+/// `GET /api/v1/gpus`: every GPU with its NVML status and health. GPU identities and health
+/// carry no user data, so this is served wherever `/metrics` is.
+async fn gpus(State(s): State<HttpState>) -> Response {
+    Json((s.gpu_summary)()).into_response()
 }
 
 async fn readyz(State(s): State<HttpState>) -> Response {

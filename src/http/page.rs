@@ -6,12 +6,22 @@ use crate::model::IncidentRecord;
 use std::fmt::Write;
 
 /// One GPU line on the page.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct GpuRow {
-    pub index: u32,
+    /// NVML index; null for a GPU known only from the kernel log.
+    pub index: Option<u32>,
     pub name: String,
     pub uuid: String,
+    pub pci_bus_id: String,
+    /// `ok` or `lost` as NVML reports it; `unknown` without NVML.
     pub status: String,
+    /// `healthy`, `degraded` or `unhealthy` (see docs/gpu-health.md).
+    pub health: crate::health::HealthState,
+    pub health_reason: Option<String>,
+    /// When the health last changed (RFC 3339), if it ever did.
+    pub health_since: Option<String>,
+    /// The incident behind the current health, if any.
+    pub health_incident: Option<i64>,
 }
 
 pub fn escape(s: &str) -> String {
@@ -32,6 +42,7 @@ pub fn escape(s: &str) -> String {
 /// The shared CSS of the HTML pages. Inline, because the pages' Content-Security-Policy allows
 /// inline styles and nothing else.
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}\
+.h-unhealthy{color:#b00;font-weight:bold}.h-degraded{color:#a60}.h-healthy{color:#070}\
 table{border-collapse:collapse;width:100%}\
 td,th{border-bottom:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}\
 th{white-space:nowrap}\
@@ -61,14 +72,25 @@ pub fn render(node: &str, gpus: &[GpuRow], incidents: &[IncidentRecord]) -> Stri
     if gpus.is_empty() {
         h.push_str("<p>No GPUs reported (NVML unavailable or backend none).</p>");
     } else {
-        h.push_str("<table><tr><th>GPU</th><th>name</th><th>UUID</th><th>status</th></tr>");
+        h.push_str("<table><tr><th>GPU</th><th>name</th><th>UUID</th><th>bus id</th><th>status</th><th>health</th></tr>");
         for g in gpus {
+            let health = g.health.as_str();
+            let why = match (&g.health_reason, &g.health_since) {
+                (Some(r), Some(t)) => format!(": {} (since {})", escape(r), escape(t)),
+                (Some(r), None) => format!(": {}", escape(r)),
+                _ => String::new(),
+            };
+            let link = g
+                .health_incident
+                .map(|id| format!(" <a href=/incidents/{id}>incident {id}</a>"))
+                .unwrap_or_default();
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>",
-                g.index,
+                "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td><td class=h-{health}>{health}{why}{link}</td></tr>",
+                g.index.map(|i| i.to_string()).unwrap_or_else(|| "—".into()),
                 escape(&g.name),
                 escape(&g.uuid),
+                escape(&g.pci_bus_id),
                 escape(&g.status)
             );
         }

@@ -39,6 +39,8 @@ pub struct Metrics {
     pub repro_duration: HistogramVec,
     pub series_dropped: IntCounterVec,
     pub sink_events: IntCounterVec,
+    pub gpu_health: IntGaugeVec,
+    pub gpu_health_transitions: IntCounterVec,
     pub sink_dropped: IntCounterVec,
     guard: SeriesGuard,
 }
@@ -254,6 +256,18 @@ impl Metrics {
                 "assertwatch_metric_series_dropped_total",
                 "Label sets not created because their family reached limits.max_series_per_family.",
                 &["family"],
+            ),
+            gpu_health: gauge_vec(
+                &r,
+                "assertwatch_gpu_health",
+                "GPU health: 1 for the GPU's current state (healthy, degraded, unhealthy), 0 for the others.",
+                &["gpu", "uuid", "pci_bus_id", "state"],
+            ),
+            gpu_health_transitions: counter_vec(
+                &r,
+                "assertwatch_gpu_health_transitions_total",
+                "Changes of GPU health, by the state entered.",
+                &["state"],
             ),
             sink_events: counter_vec(
                 &r,

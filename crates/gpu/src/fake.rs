@@ -3,7 +3,7 @@
 //!
 //! A script names GPUs with static info, keyframes of readings (`at: 30s`, each keyframe changes
 //! the fields it names and the others hold), fields the GPU "does not support" (always absent),
-//! processes with a lifetime, a time at which a GPU is lost, and Xid events. Time counts from the
+//! processes with a lifetime, a time at which a GPU is lost (and when it is back), and Xid events. Time counts from the
 //! backend's start, or from a [`FakeClock`] that a test drives by hand so that nothing sleeps.
 //! `config/fake-gpus.yaml` is the reference script.
 
@@ -97,6 +97,9 @@ struct RawGpu {
     processes: Vec<RawProcess>,
     #[serde(default)]
     lost_at: Option<At>,
+    /// The GPU answers again from this time on (a reset or reboot brought it back).
+    #[serde(default)]
+    back_at: Option<At>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -217,6 +220,21 @@ fn check(mut raw: RawScript, file: &str) -> Result<FakeScript, FakeScriptError> 
         }
     }
     for (i, g) in raw.gpus.iter().enumerate() {
+        match (g.lost_at, g.back_at) {
+            (None, Some(_)) => {
+                return Err(invalid(
+                    format!("gpus[{i}].back_at"),
+                    "back_at needs a lost_at before it".to_owned(),
+                ))
+            }
+            (Some(l), Some(b)) if b <= l => {
+                return Err(invalid(
+                    format!("gpus[{i}].back_at"),
+                    "back_at must be later than lost_at".to_owned(),
+                ))
+            }
+            _ => {}
+        }
         for (j, name) in g.unsupported.iter().enumerate() {
             if !GpuSample::FIELD_NAMES.contains(&name.as_str()) {
                 return Err(invalid(
@@ -357,8 +375,10 @@ impl FakeBackend {
     }
 
     fn check_lost(&self, g: &RawGpu) -> Result<(), GpuError> {
+        let now = self.clock.elapsed();
+        let back = g.back_at.is_some_and(|At(b)| now >= b);
         match g.lost_at {
-            Some(At(t)) if self.clock.elapsed() >= t => Err(GpuError::Lost { gpu: g.index }),
+            Some(At(t)) if now >= t && !back => Err(GpuError::Lost { gpu: g.index }),
             _ => Ok(()),
         }
     }
@@ -544,6 +564,22 @@ events:
             other => panic!("expected an Xid, got {other:?}"),
         }
         assert_eq!(b.wait_event(Duration::ZERO).unwrap(), None);
+    }
+
+    #[test]
+    fn a_lost_gpu_comes_back_at_back_at() {
+        let text = SCRIPT.replace("lost_at: 45s", "lost_at: 45s\n    back_at: 60s");
+        let script = FakeScript::parse(&text, "t.yaml").unwrap();
+        let clock = FakeClock::manual();
+        let mut b = FakeBackend::with_clock(script, clock.clone());
+        let gpus = b.devices().unwrap();
+        clock.set(Duration::from_secs(50));
+        assert!(matches!(b.sample(&gpus[1]), Err(GpuError::Lost { gpu: 1 })));
+        clock.set(Duration::from_secs(60));
+        assert!(b.sample(&gpus[1]).is_ok());
+        let bad = SCRIPT.replace("lost_at: 45s", "lost_at: 45s\n    back_at: 40s");
+        let err = FakeScript::parse(&bad, "t.yaml").unwrap_err().to_string();
+        assert!(err.contains("gpus[1].back_at"), "{err}");
     }
 
     #[test]

@@ -224,6 +224,20 @@ pub async fn run(cfg: Config, opts: RunOptions) -> anyhow::Result<Exit> {
         probes.clone(),
     );
     sinks.add(health, sinks::DEFAULT_QUEUE);
+    if cfg.slurm.enabled {
+        let scontrol = Arc::new(sinks::slurm::ScontrolCli {
+            program: cfg.slurm.scontrol.clone(),
+            work_dir: cfg.state_dir.join("slurm"),
+        });
+        let sink = sinks::slurm::SlurmNodeSink::new(
+            cfg.slurm.clone(),
+            health_rx.clone(),
+            scontrol,
+            metrics.clone(),
+            &cfg.state_dir,
+        );
+        sinks.add(sink, sinks::DEFAULT_QUEUE);
+    }
     let notifier = match &cfg.alertmanager {
         Some(am) => {
             let m = assertwatch_alertmanager::Metrics::register(&metrics.registry)
@@ -294,6 +308,11 @@ pub async fn run(cfg: Config, opts: RunOptions) -> anyhow::Result<Exit> {
                 })
                 .collect(),
             cfg.max_line_bytes,
+            cfg.slurm
+                .log_patterns
+                .iter()
+                .filter_map(|p| crate::sources::slurm::OutputPattern::compile(p).ok())
+                .collect(),
         ),
         limits: FloodLimits::new(
             cfg.retention.max_per_minute,
@@ -323,6 +342,8 @@ pub async fn run(cfg: Config, opts: RunOptions) -> anyhow::Result<Exit> {
             every: cfg.tailing.checkpoint_interval,
         },
         heartbeat: heartbeat.clone(),
+        proc_root: PathBuf::from("/proc"),
+        slurm_by_pid: Default::default(),
     };
     let (drain_tx, drain_rx) = tokio::sync::oneshot::channel::<()>();
     let incident_task = tokio::spawn(task.run(Inputs {

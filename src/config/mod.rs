@@ -6,6 +6,7 @@
 //! [`parse`], so the YAML crate can be swapped in one place.
 
 pub mod raw;
+pub mod slurm;
 pub mod validate;
 
 use crate::detect::UserRule;
@@ -198,6 +199,8 @@ pub struct Config {
     pub expose_api: bool,
     pub max_series_per_family: usize,
     pub run_as: Option<RunAs>,
+    /// The `slurm:` section (attribution patterns always apply; node state only when enabled).
+    pub slurm: slurm::SlurmConfig,
 }
 
 /// The identity the daemon drops to (`run_as`).

@@ -25,6 +25,7 @@ pub struct RawConfig {
     pub limits: Option<RawLimits>,
     /// Drop to this user (`name` or `uid:gid`) once the kernel log and the listener are open.
     pub run_as: Option<String>,
+    pub slurm: Option<super::slurm::RawSlurm>,
 }
 
 #[derive(Debug, Deserialize)]

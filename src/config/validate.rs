@@ -698,10 +698,12 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
         },
     };
 
+    let slurm = super::slurm::validate(raw.slurm, &mut |path, message| iss.add(path, message));
     if !iss.list.is_empty() {
         return Err(iss.list);
     }
     Ok(Config {
+        slurm,
         expose_api: raw.http.and_then(|h| h.expose_api).unwrap_or(false),
         max_series_per_family,
         run_as,

@@ -232,6 +232,9 @@ fn facts(h: &mut String, rec: &IncidentRecord) {
         }
         row(h, "pod", &v);
     }
+    if let Some(job) = rec.slurm.describe() {
+        row(h, "Slurm", &escape(&job));
+    }
     if let Some(a) = &i.assertion {
         row(h, "assertion", &code(a));
     }

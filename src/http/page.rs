@@ -111,6 +111,9 @@ pub fn render(node: &str, gpus: &[GpuRow], incidents: &[IncidentRecord]) -> Stri
             if let (Some(ns), Some(pod)) = (&r.namespace, &r.pod) {
                 let _ = write!(place, "{}/{}<br>", escape(ns), escape(pod));
             }
+            if let Some(job) = r.slurm.describe() {
+                let _ = write!(place, "Slurm {}<br>", escape(&job));
+            }
             if let Some(k) = &i.kernel_file {
                 let _ = write!(place, "kernel <code>{}</code><br>", escape(k));
             }

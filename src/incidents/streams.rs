@@ -38,6 +38,8 @@ pub struct StreamInfo {
     pub pod: Option<PodRef>,
     /// Prefix of the dedup keys of this stream's incidents (file fingerprint, or boot id).
     pub dedup_prefix: String,
+    /// The Slurm job whose output file this is (by its name), where it is one.
+    pub slurm: Option<crate::model::SlurmRef>,
 }
 
 struct StreamCtx {
@@ -59,6 +61,7 @@ pub struct StreamTable {
     acks: Option<AckHandle>,
     sources: Vec<SourceSettings>,
     max_line: usize,
+    slurm_patterns: Vec<crate::sources::slurm::OutputPattern>,
     streams: HashMap<u64, StreamCtx>,
     /// Per file: end offset and line count of everything scanned so far.
     progress: HashMap<u64, (u64, u64)>,
@@ -78,6 +81,7 @@ impl StreamTable {
         acks: Option<AckHandle>,
         sources: Vec<SourceSettings>,
         max_line: usize,
+        slurm_patterns: Vec<crate::sources::slurm::OutputPattern>,
     ) -> Self {
         StreamTable {
             det,
@@ -85,6 +89,7 @@ impl StreamTable {
             acks,
             sources,
             max_line,
+            slurm_patterns,
             streams: HashMap::new(),
             progress: HashMap::new(),
             arrived: HashMap::new(),
@@ -149,6 +154,7 @@ impl StreamTable {
             } => {
                 let (name, fmt) = self.source_settings(source);
                 let pod = parse_pod_log_path(&path);
+                let slurm = crate::sources::slurm::attribute_log_file(&self.slurm_patterns, &path);
                 // A new file at the path of a file still being drained: a rename rotation.
                 if self
                     .streams
@@ -169,6 +175,7 @@ impl StreamTable {
                             path,
                             pod,
                             dedup_prefix: format!("f:{file:x}"),
+                            slurm,
                         },
                         scanner: StreamScanner::new(fmt, self.max_line, lines + 1),
                     },
@@ -304,6 +311,7 @@ impl StreamTable {
                     path: PathBuf::from("kernel"),
                     pod: None,
                     dedup_prefix: format!("k:{key}"),
+                    slurm: None,
                 },
                 scanner: StreamScanner::new(Format::Plain, KERNEL_MAX_LINE, 1),
             });
@@ -494,6 +502,10 @@ mod tests {
                 format: Format::Plain,
             }],
             4096,
+            crate::config::slurm::DEFAULT_LOG_PATTERNS
+                .iter()
+                .map(|p| crate::sources::slurm::OutputPattern::compile(p).unwrap())
+                .collect(),
         );
         (t, Engine::new(EngineConfig::default()))
     }
@@ -547,6 +559,16 @@ mod tests {
             t.metrics.files_watched.with_label_values(&["jobs"]).get(),
             0
         );
+    }
+
+    #[test]
+    fn slurm_output_files_name_their_job() {
+        let (mut t, mut e) = table();
+        t.on_tail(opened(3, "/scratch/run/slurm-4242.out"), &mut e, 1);
+        let s = t.info(3).unwrap().slurm.clone().unwrap();
+        assert_eq!(s.slurm_job_id.as_deref(), Some("4242"));
+        t.on_tail(opened(4, "/scratch/run/train.log"), &mut e, 1);
+        assert!(t.info(4).unwrap().slurm.is_none());
     }
 
     #[test]

@@ -13,11 +13,12 @@ use crate::incidents::store::now_ms;
 use crate::incidents::streams::StreamTable;
 use crate::incidents::{Engine, Update};
 use crate::metrics::Metrics;
-use crate::model::{Blame, GpuRef, IncidentRecord, Kind, ReplayDone};
+use crate::model::{Blame, GpuRef, IncidentRecord, Kind, ReplayDone, SlurmRef};
 use crate::sinks::{Change, IncidentEvent, Sinks};
 use crate::sources::kmsg::reader::{self as kreader, KernelBatch};
 use assertwatch_gpu::{GpuEvent, GpuId, GpuSnapshot};
 use assertwatch_tail::TailEvent;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -60,7 +61,14 @@ pub struct IncidentTask {
     pub kernel_checkpoints: KernelCheckpointing,
     /// Bumped every tick; the systemd watchdog pings only while it moves.
     pub heartbeat: Arc<AtomicU64>,
+    /// Where process information is read (`/proc`), for Slurm attribution by pid.
+    pub proc_root: PathBuf,
+    /// Slurm attribution by pid, cached (a pid is looked up once per burst of incidents).
+    pub slurm_by_pid: HashMap<u32, Option<SlurmRef>>,
 }
+
+/// Pids whose Slurm attribution is cached; the cache is cleared when full.
+const MAX_SLURM_PIDS: usize = 1024;
 
 impl IncidentTask {
     /// Runs until every source has ended or `drain` fires; then closes every open incident,
@@ -166,8 +174,50 @@ impl IncidentTask {
             .map(|g| g.id.clone())
     }
 
+    /// The Slurm job of process `pid` (cgroup, then environment), cached.
+    fn slurm_for_pid(&mut self, pid: u32) -> Option<SlurmRef> {
+        if let Some(hit) = self.slurm_by_pid.get(&pid) {
+            return hit.clone();
+        }
+        if self.slurm_by_pid.len() >= MAX_SLURM_PIDS {
+            self.slurm_by_pid.clear();
+        }
+        let r = crate::sources::slurm::attribute_pid(&self.proc_root, pid);
+        self.slurm_by_pid.insert(pid, r.clone());
+        r
+    }
+
+    /// The Slurm job an incident hit: its log file's job, else its pid's, else (an Xid without a
+    /// pid) the job of a process NVML lists on its GPU.
+    fn slurm_for(
+        &mut self,
+        from_log: Option<SlurmRef>,
+        pid: Option<u32>,
+        pci: Option<&str>,
+    ) -> SlurmRef {
+        if let Some(s) = from_log {
+            return s;
+        }
+        if let Some(s) = pid.and_then(|p| self.slurm_for_pid(p)) {
+            return s;
+        }
+        let pids: Vec<u32> = match (pci, self.gpus.as_ref()) {
+            (Some(pci), Some(rx)) => rx
+                .borrow()
+                .gpus
+                .iter()
+                .filter(|g| crate::detect::xid::same_bus(&g.id.pci_bus_id, pci))
+                .flat_map(|g| g.processes.iter().map(|p| p.pid))
+                .collect(),
+            _ => Vec::new(),
+        };
+        pids.into_iter()
+            .find_map(|p| self.slurm_for_pid(p))
+            .unwrap_or_default()
+    }
+
     async fn apply(&mut self, u: Update) {
-        let Some(info) = self.streams.info(u.stream) else {
+        let Some(info) = self.streams.info(u.stream).cloned() else {
             return;
         };
         match self
@@ -215,7 +265,9 @@ impl IncidentTask {
         let id = self.recorder.id_of(u.key);
         let related = id.map(|id| self.correlator.related(id)).unwrap_or_default();
         let pod = info.pod.as_ref();
+        let slurm = self.slurm_for(info.slurm.clone(), inc.pid, inc.pci.as_deref());
         let mut rec = IncidentRecord {
+            slurm,
             id: 0,
             time: String::new(),
             node: self.node.clone(),

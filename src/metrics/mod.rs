@@ -41,6 +41,7 @@ pub struct Metrics {
     pub sink_events: IntCounterVec,
     pub gpu_health: IntGaugeVec,
     pub gpu_health_transitions: IntCounterVec,
+    pub slurm_commands: IntCounterVec,
     pub sink_dropped: IntCounterVec,
     guard: SeriesGuard,
 }
@@ -268,6 +269,12 @@ impl Metrics {
                 "assertwatch_gpu_health_transitions_total",
                 "Changes of GPU health, by the state entered.",
                 &["state"],
+            ),
+            slurm_commands: counter_vec(
+                &r,
+                "assertwatch_slurm_commands_total",
+                "scontrol runs of the Slurm node sink, by command (show, drain, resume) and result.",
+                &["command", "result"],
             ),
             sink_events: counter_vec(
                 &r,

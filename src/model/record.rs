@@ -92,8 +92,48 @@ pub struct IncidentRecord {
     pub repro: Option<ReproReport>,
     /// The incident is still collecting lines.
     pub open: bool,
+    /// The Slurm job the incident hit, where one is known.
+    #[serde(flatten, default)]
+    pub slurm: SlurmRef,
     #[serde(flatten)]
     pub incident: Incident,
+}
+
+/// A Slurm job, step, array task and user (fields null where unknown).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlurmRef {
+    #[serde(default)]
+    pub slurm_job_id: Option<String>,
+    #[serde(default)]
+    pub slurm_step: Option<String>,
+    #[serde(default)]
+    pub slurm_array_job_id: Option<String>,
+    #[serde(default)]
+    pub slurm_array_task: Option<String>,
+    #[serde(default)]
+    pub slurm_user: Option<String>,
+}
+
+impl SlurmRef {
+    pub fn is_known(&self) -> bool {
+        self.slurm_job_id.is_some()
+    }
+
+    /// `job 42` / `job 40_7` (array task), `step 0`, `user alice`: for people (unescaped).
+    pub fn describe(&self) -> Option<String> {
+        let job = self.slurm_job_id.as_deref()?;
+        let mut s = match (&self.slurm_array_job_id, &self.slurm_array_task) {
+            (Some(a), Some(t)) => format!("job {a}_{t}"),
+            _ => format!("job {job}"),
+        };
+        if let Some(st) = &self.slurm_step {
+            s.push_str(&format!(", step {st}"));
+        }
+        if let Some(u) = &self.slurm_user {
+            s.push_str(&format!(", user {u}"));
+        }
+        Some(s)
+    }
 }
 
 /// A replay's answer as attached to an incident (`repro` in the API), in the outcome classes of

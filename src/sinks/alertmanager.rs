@@ -142,6 +142,16 @@ pub fn alert_for(rec: &IncidentRecord, runbook_base: &str, api_base: &str) -> (S
     if let Some(pod) = &rec.pod {
         a = a.label("pod", pod);
     }
+    // The job and its owner route an alert to the person whose job it hit.
+    if let Some(job) = &rec.slurm.slurm_job_id {
+        a = a.label("slurm_job_id", job);
+    }
+    if let Some(user) = &rec.slurm.slurm_user {
+        a = a.label("slurm_user", user);
+    }
+    if let Some(job) = rec.slurm.describe() {
+        a = a.annotation("slurm", job);
+    }
     let place = match (&rec.namespace, &rec.pod) {
         (Some(ns), Some(pod)) => format!("{ns}/{pod}"),
         _ => format!("{} on {}", rec.source_name, rec.node),
@@ -190,12 +200,14 @@ pub fn alert_for(rec: &IncidentRecord, runbook_base: &str, api_base: &str) -> (S
     }
     a = a.generator_url(format!("{api_base}/api/v1/incidents/{}", rec.id));
     let key = format!(
-        "{name}|{}|{}|{}|{gpu}|{}|{}",
+        "{name}|{}|{}|{}|{gpu}|{}|{}|{}|{}",
         i.kind.as_str(),
         i.category,
         i.blame.as_str(),
         rec.namespace.as_deref().unwrap_or(""),
-        rec.pod.as_deref().unwrap_or("")
+        rec.pod.as_deref().unwrap_or(""),
+        rec.slurm.slurm_job_id.as_deref().unwrap_or(""),
+        rec.slurm.slurm_user.as_deref().unwrap_or("")
     );
     (key, a)
 }

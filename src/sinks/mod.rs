@@ -13,6 +13,7 @@ pub mod alertmanager;
 pub mod metrics;
 pub mod probe;
 pub mod repro;
+pub mod slurm;
 
 use crate::metrics::Metrics;
 use crate::model::IncidentRecord;

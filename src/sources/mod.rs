@@ -4,4 +4,5 @@ pub mod decode;
 pub mod k8s;
 pub mod kmsg;
 pub mod reader;
+pub mod slurm;
 pub mod stream;

@@ -313,6 +313,7 @@ pub(crate) fn test_record() -> IncidentRecord {
         related: vec![],
         repro: None,
         open: false,
+        slurm: Default::default(),
         incident: Incident {
             kind: Kind::Oom,
             category: "unknown".into(),

@@ -283,7 +283,10 @@ mod tests {
         assert_eq!(c, "unknown");
     }
 
-    fn all(line: &str) -> Vec<(Option<String>, String, String, Option<[u32; 3]>)> {
+    /// Kernel file, assertion, category and thread of one parsed site.
+    type Got = (Option<String>, String, String, Option<[u32; 3]>);
+
+    fn all(line: &str) -> Vec<Got> {
         parse_all(line)
             .into_iter()
             .map(|e| match e {

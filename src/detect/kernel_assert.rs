@@ -4,14 +4,27 @@
 //! the function, `block: [x,y,z], thread: [x,y,z]`, then ``Assertion `expr` failed.``. The function
 //! field varies (`operator()`, a templated THC signature, `(null)`, Triton's `unknown`), so the
 //! parser anchors on the assertion and the `File.cu:LINE` token, never on the function.
+//!
+//! Pasted reports rarely keep that shape exactly: glibc-style ``Assertion `expr' failed``, quotes
+//! turned into `'…'` or lost to Markdown, emphasis (`**Assertion**`, `_…_`), escapes (`\_`,
+//! `\*`), `> ` quote markers, and several threads' lines flattened into one. [`parse_all`] finds
+//! every site on a line and reduces each expression to the same clean text; an expression the
+//! catalog of PyTorch's assertion sites knows is given in the catalog's own spelling.
+
+#[path = "assert_catalog.rs"]
+pub mod assert_catalog;
 
 use super::rules::{ASSERT_FAMILIES, UNKNOWN_ASSERT_HINT};
 use crate::model::Evidence;
+use memchr::memmem;
 use regex::Regex;
 use std::sync::OnceLock;
 
+/// Literals every form of the assertion line this module parses contains (for a literal gate):
+/// the backticks and quotes after "Assertion" are optional in pasted text.
+pub const LINE_LITERALS: &[&str] = &["Assertion"];
+
 struct Patterns {
-    assertion: Regex,
     kernel_file: Regex,
     block_thread: Regex,
 }
@@ -19,30 +32,51 @@ struct Patterns {
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
     P.get_or_init(|| Patterns {
-        // Greedy up to the last "` failed": some expressions contain backticks themselves
-        // (`probability tensor contains either `inf`, `nan` or element < 0`).
-        assertion: Regex::new(r"Assertion `(.*)` failed").expect("static regex"),
         kernel_file: Regex::new(r"([A-Za-z0-9_+\-.]+\.(?:cu|cuh|h|hpp|cpp|cc|c)):(\d+)")
             .expect("static regex"),
         block_thread: Regex::new(
-            r"block: \[(\d+),\s*(\d+),\s*(\d+)\],\s*thread: \[(\d+),\s*(\d+),\s*(\d+)\]",
+            r"block:\s*\\?\[(\d+),\s*(\d+),\s*(\d+)\\?\],\s*thread:\s*\\?\[(\d+),\s*(\d+),\s*(\d+)\\?\]",
         )
         .expect("static regex"),
     })
 }
 
-/// Returns the evidence of a kernel assertion line, or `None` if the line is not one.
+/// Returns the evidence of the first kernel assertion on a line, or `None` if there is none.
 pub fn parse(line: &str) -> Option<Evidence> {
+    parse_all(line).into_iter().next()
+}
+
+/// Returns the evidence of every kernel assertion on a line (a paste that lost its newlines holds
+/// one per failing thread), in order. Linear in the line's length.
+pub fn parse_all(line: &str) -> Vec<Evidence> {
+    let tokens = assertion_tokens(line);
+    let mut out = Vec::new();
+    let mut prefix_start = 0;
+    for (i, &(start, end)) in tokens.iter().enumerate() {
+        let seg_end = tokens.get(i + 1).map_or(line.len(), |t| t.0);
+        let segment = &line[end..seg_end];
+        let Some(failed) = last_failed(segment) else {
+            continue;
+        };
+        let Some(assertion) = clean_expression(&segment[..failed]) else {
+            continue;
+        };
+        let prefix = &line[prefix_start..start];
+        prefix_start = end + failed + "failed".len();
+        out.push(evidence(prefix, assertion));
+    }
+    out
+}
+
+fn evidence(prefix: &str, assertion: String) -> Evidence {
     let p = patterns();
-    let caps = p.assertion.captures(line)?;
-    let whole = caps.get(0)?;
-    let assertion = caps.get(1)?.as_str().to_owned();
-    let prefix = &line[..whole.start()];
-    let kernel_file = p
-        .kernel_file
-        .captures(prefix)
-        .map(|c| format!("{}:{}", &c[1], &c[2]));
-    let (block, thread) = match p.block_thread.captures(prefix) {
+    let file_line = p.kernel_file.captures_iter(prefix).last();
+    let basename = file_line
+        .as_ref()
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str());
+    let kernel_file = file_line.as_ref().map(|c| format!("{}:{}", &c[1], &c[2]));
+    let (block, thread) = match p.block_thread.captures_iter(prefix).last() {
         Some(c) => {
             let n = |i: usize| {
                 c.get(i)
@@ -53,33 +87,144 @@ pub fn parse(line: &str) -> Option<Evidence> {
         }
         None => (None, None),
     };
+    let assertion = match assert_catalog::site_for(&assertion, basename) {
+        Some(site) => site.expression.to_owned(),
+        None => assertion,
+    };
     let (category, hint) = classify(&assertion, kernel_file.as_deref());
-    Some(Evidence::KernelAssert {
+    Evidence::KernelAssert {
         kernel_file,
         assertion,
         block,
         thread,
         category: category.into(),
         hint: hint.into(),
+    }
+}
+
+/// Byte ranges of the word "Assertion" (not "AssertionError").
+fn assertion_tokens(line: &str) -> Vec<(usize, usize)> {
+    const WORD: &str = "Assertion";
+    memmem::find_iter(line.as_bytes(), WORD)
+        .filter(|&s| {
+            !line.as_bytes()[s + WORD.len()..]
+                .first()
+                .is_some_and(|b| b.is_ascii_alphanumeric())
+        })
+        .map(|s| (s, s + WORD.len()))
+        .collect()
+}
+
+/// Offset of the last word "failed" in `segment` that ends the expression.
+fn last_failed(segment: &str) -> Option<usize> {
+    let b = segment.as_bytes();
+    memmem::rfind_iter(b, "failed").find(|&i| {
+        let before_ok = i == 0 || !b[i - 1].is_ascii_alphanumeric();
+        let after_ok = !b.get(i + 6).is_some_and(|c| c.is_ascii_alphanumeric());
+        before_ok && after_ok
     })
 }
 
-/// Picks the root-cause family of an assertion from its expression, then its kernel file.
+/// Reduces the text between "Assertion" and "failed" to the expression the device printed.
+fn clean_expression(raw: &str) -> Option<String> {
+    let mut s = unescape_markdown(raw);
+    // "**Assertion** `x` **failed**": emphasis glued to the two words belongs to them.
+    let glued_front = s.len() - s.trim_start_matches(['*', '_']).len();
+    s.drain(..glued_front);
+    let kept = s.trim_end_matches(['*', '_']).len();
+    s.truncate(kept);
+    let mut t = s.as_str();
+    loop {
+        let before = t.len();
+        t = t.trim();
+        for (open, close) in [
+            ("**", "**"),
+            ("__", "__"),
+            ("*", "*"),
+            ("_", "_"),
+            ("'", "'"),
+        ] {
+            if t.len() >= open.len() + close.len() && t.starts_with(open) && t.ends_with(close) {
+                t = &t[open.len()..t.len() - close.len()];
+            }
+        }
+        if let Some(inner) = t
+            .strip_prefix('\u{2018}')
+            .and_then(|x| x.strip_suffix('\u{2019}'))
+        {
+            t = inner;
+        }
+        if t.starts_with('`') {
+            let inner = t.trim_start_matches('`');
+            // Closed by backticks, or by a quote as glibc's "`expr'" does.
+            t = if inner.ends_with('`') {
+                inner.trim_end_matches('`')
+            } else {
+                inner
+                    .strip_suffix('\'')
+                    .or_else(|| inner.strip_suffix('\u{2019}'))
+                    .unwrap_or(inner)
+            };
+        }
+        if t.len() == before {
+            break;
+        }
+    }
+    let collapsed = t.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!collapsed.is_empty()).then_some(collapsed)
+}
+
+/// Drops the backslash of a Markdown escape (`\_`, `\*`, `` \` ``, `\[` …).
+fn unescape_markdown(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && chars
+                .peek()
+                .is_some_and(|n| "`*_[]<>#\\!|{}()".contains(*n))
+        {
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Picks the root-cause family of an assertion: the catalog's site for its expression first,
+/// then the built-in families by expression, then by kernel file (built-in, then catalog).
 pub fn classify(assertion: &str, kernel_file: Option<&str>) -> (&'static str, &'static str) {
+    let name = kernel_file.map(|f| f.split(':').next().unwrap_or(f));
+    if let Some(site) = assert_catalog::site_for(assertion, name) {
+        return family_hint(site.family);
+    }
     for fam in ASSERT_FAMILIES {
         if fam.expression_has.iter().any(|e| assertion.contains(e)) {
             return (fam.category, fam.hint);
         }
     }
-    if let Some(file) = kernel_file {
-        let name = file.split(':').next().unwrap_or(file);
+    if let Some(name) = name {
         for fam in ASSERT_FAMILIES {
             if fam.kernel_files.contains(&name) {
                 return (fam.category, fam.hint);
             }
         }
+        if let Some(f) = assert_catalog::family_of_file(name) {
+            return family_hint(f);
+        }
     }
     ("unknown", UNKNOWN_ASSERT_HINT)
+}
+
+/// A family's name and hint: the built-in table's hint for its own families, else the catalog's.
+fn family_hint(family: &'static str) -> (&'static str, &'static str) {
+    if let Some(b) = ASSERT_FAMILIES.iter().find(|f| f.category == family) {
+        return (b.category, b.hint);
+    }
+    match assert_catalog::family(family) {
+        Some(f) => (f.name, f.hint),
+        None => ("unknown", UNKNOWN_ASSERT_HINT),
+    }
 }
 
 #[cfg(test)]
@@ -136,5 +281,263 @@ mod tests {
         let (_, _, c) =
             get("Foo.cu:1: k: block: [0,0,0], thread: [0,0,0] Assertion `x > 3` failed.");
         assert_eq!(c, "unknown");
+    }
+
+    /// Kernel file, assertion, category and thread of one parsed site.
+    type Got = (Option<String>, String, String, Option<[u32; 3]>);
+
+    fn all(line: &str) -> Vec<Got> {
+        parse_all(line)
+            .into_iter()
+            .map(|e| match e {
+                Evidence::KernelAssert {
+                    kernel_file,
+                    assertion,
+                    category,
+                    thread,
+                    ..
+                } => (kernel_file, assertion, category.into_owned(), thread),
+                other => panic!("not an assert: {other:?}"),
+            })
+            .collect()
+    }
+
+    // Expression from PyTorch's DistributionTemplates.h (bernoulli_tensor_cuda_kernel), in the line
+    // shape CUDA prints; the same text is quoted in public reports of torch.bernoulli on NaN input.
+    #[test]
+    fn bernoulli_probability() {
+        let (_, a, c) = get("/pytorch/aten/src/ATen/native/cuda/DistributionTemplates.h:595: operator(): block: [0,0,0], thread: [5,0,0] Assertion `0 <= p4 && p4 <= 1` failed.");
+        assert_eq!(a, "0 <= p4 && p4 <= 1");
+        assert_eq!(c, "bernoulli_invalid_probability");
+        // Older builds: the same check in Distributions.cu, which alone would read as multinomial.
+        let (_, _, c) = get("/pytorch/aten/src/ATen/native/cuda/Distributions.cu:305: block: [0,0,0], thread: [0,0,0] Assertion `0 <= p1 && p1 <= 1` failed.");
+        assert_eq!(c, "bernoulli_invalid_probability");
+    }
+
+    // PyTorch's IndexKernel.cu take/put kernel (the WrapIndexOp check of THC's THCTensorIndex.cu).
+    #[test]
+    fn take_put_index() {
+        let (_, a, c) = get("/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:256: operator(): block: [0,0,0], thread: [1,0,0] Assertion `idx < numel && idx >= -numel && \"cuda_take_put_kernel() index out of bounds\"` failed.");
+        assert_eq!(
+            a,
+            "idx < numel && idx >= -numel && \"cuda_take_put_kernel() index out of bounds\""
+        );
+        assert_eq!(c, "take_put_index");
+        let (_, _, c) = get("/pytorch/aten/src/THC/THCTensorIndex.cu:394: block: [0,0,0], thread: [3,0,0] Assertion `idx < size && idx >= -size` failed.");
+        assert_eq!(c, "take_put_index");
+    }
+
+    // https://github.com/KevinMusgrave/pytorch-metric-learning/issues/172
+    #[test]
+    fn embedding_bag() {
+        let (f, a, c) = get("/pytorch/aten/src/ATen/native/cuda/EmbeddingBag.cu:57: EmbeddingBag_updateOutputKernel: block: [863,0,0], thread: [20,7,0] Assertion `end >= begin` failed.");
+        assert_eq!(f.as_deref(), Some("EmbeddingBag.cu:57"));
+        assert_eq!(a, "end >= begin");
+        assert_eq!(c, "embedding_bag_index");
+    }
+
+    // PyTorch's Repeat.cu (compute_cuda_kernel of repeat_interleave).
+    #[test]
+    fn repeat_interleave() {
+        let (_, _, c) = get("/pytorch/aten/src/ATen/native/cuda/Repeat.cu:27: compute_cuda_kernel: block: [0,0,0], thread: [0,0,0] Assertion `repeat >= 0` failed.");
+        assert_eq!(c, "repeat_interleave_repeats");
+    }
+
+    // Kernel files without a catalogued expression still name their family.
+    #[test]
+    fn family_by_kernel_file() {
+        for (file, fam) in [
+            ("LossCTC.cu", "ctc_loss_target"),
+            ("SummaryOps.cu", "histc_range"),
+            ("SortingRadixSelect.cuh", "sort_scan_internal"),
+            ("FractionalMaxPool2d.cu", "fractional_max_pool_samples"),
+        ] {
+            let line = format!(
+                "/x/{file}:10: k: block: [0,0,0], thread: [0,0,0] Assertion `some_new_check` failed."
+            );
+            assert_eq!(get(&line).2, fam, "{file}");
+        }
+        // THC's sort kernel asserts `false`: only its file says which family.
+        let (_, _, c) = get("/pytorch/aten/src/THC/generic/THCTensorSort.cu:104: block: [0,0,0], thread: [0,0,0] Assertion `false` failed.");
+        assert_eq!(c, "sort_scan_internal");
+    }
+
+    // https://github.com/bubbliiiing/yolox-pytorch/issues/121 (THCUNN, templated function field).
+    #[test]
+    fn thc_bce_with_template_signature() {
+        let (f, a, c) = get("/tmp/pip-req-build-p5q91txh/aten/src/THCUNN/BCECriterion.cu:57: void bce_updateOutput_no_reduce_functor<Dtype, Acctype>::operator()(const Dtype *, const Dtype *, Dtype *) [with Dtype = float, Acctype = float]: block: [305,0,0], thread: [158,0,0] Assertion `*input >= 0. && *input <= 1.` failed.");
+        assert_eq!(f.as_deref(), Some("BCECriterion.cu:57"));
+        assert_eq!(a, "*input >= 0. && *input <= 1.");
+        assert_eq!(c, "bce_input_range");
+    }
+
+    // Quote styles seen in public reports: glibc's "`x'", THC-era "'x'" (e.g. "Assertion
+    // 't >= 0 && t < n_classes' failed" quoted in troubleshooting notes), and none at all, as in
+    // the title of https://github.com/ThetaCursed/clean-ui/issues/4 after Markdown ate the code span.
+    #[test]
+    fn quote_styles_give_one_text() {
+        let want = "t >= 0 && t < n_classes";
+        for line in [
+            "ClassNLLCriterion.cu:106: block: [0,0,0], thread: [0,0,0] Assertion `t >= 0 && t < n_classes` failed.",
+            "ClassNLLCriterion.cu:106: block: [0,0,0], thread: [0,0,0] Assertion `t >= 0 && t < n_classes' failed.",
+            "ClassNLLCriterion.cu:106: block: [0,0,0], thread: [0,0,0] Assertion 't >= 0 && t < n_classes' failed.",
+            "ClassNLLCriterion.cu:106: block: [0,0,0], thread: [0,0,0] Assertion t >= 0 && t < n_classes failed.",
+            "ClassNLLCriterion.cu:106: block: [0,0,0], thread: [0,0,0] Assertion ``t >= 0 && t < n_classes`` failed.",
+        ] {
+            let (f, a, c) = get(line);
+            assert_eq!(a, want, "{line}");
+            assert_eq!(c, "nll_target_out_of_range");
+            assert_eq!(f.as_deref(), Some("ClassNLLCriterion.cu:106"));
+        }
+        let (_, a, c) = get(
+            "Assertion -sizes[i] <= index && index < sizes[i] && \"index out of bounds\" failed",
+        );
+        assert_eq!(
+            a,
+            "-sizes[i] <= index && index < sizes[i] && \"index out of bounds\""
+        );
+        assert_eq!(c, "index_out_of_bounds");
+    }
+
+    // Markdown that ate the inner backticks and quotes: the catalog restores its own spelling.
+    #[test]
+    fn markdown_eaten_text_is_restored_from_the_catalog() {
+        let (_, a, c) = get("/pytorch/aten/src/ATen/native/cuda/TensorCompare.cu:112: _assert_async_cuda_kernel: block: [0,0,0], thread: [0,0,0] Assertion probability tensor contains either inf, nan or element < 0 failed.");
+        assert_eq!(
+            a,
+            "probability tensor contains either `inf`, `nan` or element < 0"
+        );
+        assert_eq!(c, "multinomial_invalid_probability");
+        let (_, a, _) = get("IndexKernel.cu:92: operator(): block: [0,0,0], thread: [0,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && index out of bounds` failed.");
+        assert_eq!(
+            a,
+            "-sizes[i] <= index && index < sizes[i] && \"index out of bounds\""
+        );
+        // Underscores eaten as emphasis: "cur_target ... cur_target" rendered as italics.
+        let (_, a, _) = get("ClassNLLCriterion.cu:57: block: [0,0,0], thread: [0,0,0] Assertion curtarget >= 0 && cur_target < n_classes failed.");
+        assert_eq!(a, "cur_target >= 0 && cur_target < n_classes");
+    }
+
+    // https://github.com/KaihuaTang/Scene-Graph-Benchmark.pytorch/issues/207: a paste that lost
+    // its newlines, one site per failing thread on a single line.
+    #[test]
+    fn flattened_line_yields_every_site() {
+        let line = "/tmp/pip-req-build-ufslq_a9/aten/src/ATen/native/cuda/IndexKernel.cu:60: lambda ->auto::operator()(int)->auto: block: [36,0,0], thread: [104,0,0] Assertion `index >= -sizes[i] && index < sizes[i] && \"index out of bounds\"` failed. /tmp/pip-req-build-ufslq_a9/aten/src/ATen/native/cuda/IndexKernel.cu:60: lambda ->auto::operator()(int)->auto: block: [36,0,0], thread: [105,0,0] Assertion `index >= -sizes[i] && index < sizes[i] && \"index out of bounds\"` failed. /tmp/pip-req-build-ufslq_a9/aten/src/ATen/native/cuda/EmbeddingBag.cu:57: k: block: [36,0,0], thread: [106,0,0] Assertion `end >= begin` failed.";
+        let got = all(line);
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0].3, Some([104, 0, 0]));
+        assert_eq!(got[1].3, Some([105, 0, 0]));
+        assert_eq!(got[2].3, Some([106, 0, 0]));
+        assert_eq!(
+            got[1].1,
+            "index >= -sizes[i] && index < sizes[i] && \"index out of bounds\""
+        );
+        assert_eq!(got[2].0.as_deref(), Some("EmbeddingBag.cu:57"));
+        assert_eq!(got[2].2, "embedding_bag_index");
+    }
+
+    #[test]
+    fn assertion_error_and_msvc_wording_are_not_sites() {
+        assert!(parse("AssertionError: shapes differ, check failed").is_none());
+        assert!(parse("Assertion failed: x, file a.cpp, line 3").is_none());
+    }
+
+    #[test]
+    fn a_flood_of_sites_stays_linear() {
+        let one = "IndexKernel.cu:92: operator(): block: [0,0,0], thread: [1,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed. ";
+        let line = one.repeat(20_000);
+        let t = std::time::Instant::now();
+        assert_eq!(parse_all(&line).len(), 20_000);
+        // Generous bound for a debug build on a shared machine; quadratic work would take minutes.
+        assert!(t.elapsed().as_secs() < 20, "{:?}", t.elapsed());
+        let no_failed = "Assertion `x` ".repeat(50_000);
+        let t = std::time::Instant::now();
+        assert!(parse_all(&no_failed).is_empty());
+        assert!(t.elapsed().as_secs() < 20, "{:?}", t.elapsed());
+    }
+
+    mod decorations {
+        use super::*;
+        use proptest::prelude::*;
+
+        const LINES: &[(&str, &str)] = &[
+            ("/pytorch/aten/src/THCUNN/ClassNLLCriterion.cu:105: cunn_ClassNLLCriterion_updateOutput_kernel: block: [0,0,0], thread: [1,0,0] ", "cur_target >= 0 && cur_target < n_classes"),
+            ("../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [109,0,0], thread: [124,0,0] ", "-sizes[i] <= index && index < sizes[i] && \"index out of bounds\""),
+            ("/pytorch/aten/src/ATen/native/cuda/TensorCompare.cu:112: _assert_async_cuda_kernel: block: [0,0,0], thread: [0,0,0] ", "probability tensor contains either `inf`, `nan` or element < 0"),
+            ("/tmp/x/aten/src/THCUNN/BCECriterion.cu:57: f: block: [305,0,0], thread: [158,0,0] ", "*input >= 0. && *input <= 1."),
+            ("k.cu:1: f: block: [0,0,0], thread: [0,0,0] ", "some_uncatalogued_check(x_1) > 0"),
+        ];
+
+        /// Writes `expr` as a Markdown source would escape it (`\_`, `\*`, `` \` ``).
+        fn md_escape(s: &str) -> String {
+            let mut o = String::new();
+            for c in s.chars() {
+                if matches!(c, '_' | '*' | '`') {
+                    o.push('\\');
+                }
+                o.push(c);
+            }
+            o
+        }
+
+        fn decorate(prefix: &str, expr: &str, d: &[u8; 6]) -> String {
+            let quoted = match d[0] % 6 {
+                0 => format!("`{expr}`"),
+                1 => format!("`{expr}'"),
+                2 => format!("``{expr}``"),
+                3 => format!("'{expr}'"),
+                4 => format!("\\`{}\\`", md_escape(expr)),
+                _ => format!("`{expr}`"),
+            };
+            let (a, f) = match d[1] % 4 {
+                0 => ("Assertion", "failed"),
+                1 => ("**Assertion**", "**failed**"),
+                2 => ("_Assertion_", "_failed_"),
+                _ => ("Assertion", "failed"),
+            };
+            let body = format!("{prefix}{a} {quoted} {f}.");
+            let body = match d[2] % 3 {
+                0 => body,
+                1 => format!("**{body}**"),
+                _ => format!("_{body}_"),
+            };
+            let quote = "> ".repeat(usize::from(d[3] % 3));
+            let spaces = " ".repeat(usize::from(d[4] % 3));
+            format!("{quote}{spaces}{body}")
+        }
+
+        proptest! {
+            #[test]
+            fn decorated_asserts_give_the_same_text(i in 0usize..LINES.len(), d in any::<[u8; 6]>()) {
+                let (prefix, expr) = LINES[i];
+                let line = decorate(prefix, expr, &d);
+                let got = all(&line);
+                prop_assert_eq!(got.len(), 1, "{}", line);
+                prop_assert_eq!(&got[0].1, expr, "{}", line);
+                prop_assert!(got[0].0.is_some(), "{}", line);
+                prop_assert!(got[0].3.is_some(), "{}", line);
+            }
+
+            #[test]
+            fn flattened_decorated_asserts_are_all_found(
+                picks in proptest::collection::vec((0usize..LINES.len(), any::<[u8; 6]>()), 1..6),
+                sep in prop::sample::select(vec![" ", "", "  ", "\t", " > "]),
+            ) {
+                let lines: Vec<String> = picks
+                    .iter()
+                    .map(|(i, d)| {
+                        let mut d = *d;
+                        d[3] = 0; // quote markers only at the start of the flattened line
+                        decorate(LINES[*i].0, LINES[*i].1, &d)
+                    })
+                    .collect();
+                let line = lines.join(sep);
+                let got = all(&line);
+                prop_assert_eq!(got.len(), picks.len(), "{}", line);
+                for (g, (i, _)) in got.iter().zip(&picks) {
+                    prop_assert_eq!(&g.1, LINES[*i].1, "{}", line);
+                }
+            }
+        }
     }
 }

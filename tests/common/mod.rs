@@ -126,6 +126,19 @@ impl Daemon {
     }
 
     pub fn start_with(dir: &Path, config: &Path, port: u16) -> Daemon {
+        Daemon::start_with_env(dir, config, port, &[])
+    }
+
+    /// Like `start`, with extra environment variables for the daemon.
+    pub fn start_env(dir: &Path, config_yaml: &str, env: &[(&str, &str)]) -> Daemon {
+        let port = free_port();
+        let config = dir.join("config.yaml");
+        std::fs::write(&config, config_yaml.replace("{port}", &port.to_string()))
+            .expect("write config");
+        Daemon::start_with_env(dir, &config, port, env)
+    }
+
+    pub fn start_with_env(dir: &Path, config: &Path, port: u16, env: &[(&str, &str)]) -> Daemon {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -136,6 +149,7 @@ impl Daemon {
             .arg(config)
             .current_dir(dir)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdout(log.try_clone().expect("log fd"))
             .stderr(log)
             .spawn()

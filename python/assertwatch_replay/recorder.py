@@ -28,6 +28,7 @@ import shutil
 import socket
 import sys
 import time
+from datetime import datetime, timezone
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import torch
@@ -161,6 +162,12 @@ def _rng_tensors(raw: Mapping[str, Any]) -> Dict[str, Any]:
             "cached_gaussian": float(cached),
         }
     return state
+
+
+def _rfc3339(stamp: float) -> str:
+    """``stamp`` as RFC 3339 UTC with millisecond precision, the manifest's ``created_at`` format."""
+    now = datetime.fromtimestamp(stamp, timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
 def _gpu_memory() -> Optional[int]:
@@ -440,7 +447,7 @@ class Recorder:
             t.optimizer = self._snapshot(optimizer.state_dict(), "optimizer", t, True)
         if extra_state is not None:
             t.extra_state = self._snapshot(extra_state, "extra_state", t, copy_all)
-        t.created_at = mf.utc_now_rfc3339()
+        t.created_at = time.time()  # formatted by the writer
         cuda_ready = torch.cuda.is_available() and torch.cuda.is_initialized()
         t.estimates = (self._step_seconds, _gpu_memory() if cuda_ready else None)
         t.cuda_device = self._cuda_device_info() if cuda_ready else None
@@ -648,7 +655,7 @@ class Recorder:
                 "kubernetes": _kubernetes_from_env(),
             },
             "step": {"epoch": taken.epoch, "global_step": taken.step, "batch_index": taken.batch_index},
-            "created_at": taken.created_at,
+            "created_at": _rfc3339(taken.created_at),
             "pid": os.getpid(),
             "cuda_device": taken.cuda_device,
             "log_file": self.log_file,

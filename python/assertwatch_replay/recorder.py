@@ -146,12 +146,13 @@ def _rng_tensors(raw: Mapping[str, Any]) -> Dict[str, Any]:
     state: Dict[str, Any] = {"cpu": raw["cpu"]}
     if "cuda" in raw:
         state["cuda"] = list(raw["cuda"])
-    version, internal, gauss_next = raw["python"]
-    state["python"] = {
-        "version": int(version),
-        "state": torch.tensor(internal, dtype=torch.int64),
-        "gauss_next": gauss_next,
-    }
+    if raw.get("python") is not None:
+        version, internal, gauss_next = raw["python"]
+        state["python"] = {
+            "version": int(version),
+            "state": torch.tensor(internal, dtype=torch.int64),
+            "gauss_next": gauss_next,
+        }
     if "numpy" in raw:
         name, keys, pos, has_gauss, cached = raw["numpy"][:5]
         state["numpy"] = {

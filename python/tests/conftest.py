@@ -109,6 +109,8 @@ def synthetic_state(tmp_path):
         (code_dir / f"{module}.py").write_text(textwrap.dedent(source))
         rec = Recorder(tmp_path / "state", job="probe", keep=2, entrypoint=f"{module}:replay",
                        cwd=code_dir, modes=modes)
-        return Path(rec.record(step=1, batch=batch if batch is not None else {"x": torch.arange(4)}))
+        path = rec.record(step=1, batch=batch if batch is not None else {"x": torch.arange(4)})
+        rec.close()  # the background writer commits the entry
+        return Path(path)
 
     return make

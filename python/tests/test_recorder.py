@@ -1,4 +1,8 @@
-"""Recorder: ring depth, atomic commit, hashes, weights-only loadable state, overhead."""
+"""Recorder: ring depth, atomic commit, hashes, weights-only loadable state, overhead.
+
+Most tests run twice: with the background writer (flushed after each step, so what they check is
+the entry a step leaves) and with the synchronous writer (``background=False``).
+"""
 
 from __future__ import annotations
 
@@ -20,11 +24,36 @@ from conftest import child_env
 pytestmark = pytest.mark.torch
 
 
+@pytest.fixture(params=["background", "sync"], autouse=True)
+def mode(request):
+    _MODE[0] = request.param
+    return request.param
+
+
+_MODE = ["background"]
+
+
+class _Flushing:
+    """A recorder whose record() waits for the commit, so tests can look at the entry at once."""
+
+    def __init__(self, rec):
+        self._rec = rec
+
+    def record(self, *args, **kwargs):
+        path = self._rec.record(*args, **kwargs)
+        self._rec.flush()
+        return path if path is None or os.path.exists(path) else None
+
+    def __getattr__(self, name):
+        return getattr(self._rec, name)
+
+
 def _recorder(tmp_path, **kw):
     from assertwatch_replay import Recorder
 
     kw.setdefault("keep", 3)
-    return Recorder(tmp_path / "state", job="ring-test", entrypoint="mod:fn", cwd=tmp_path, **kw)
+    kw.setdefault("background", _MODE[0] == "background")
+    return _Flushing(Recorder(tmp_path / "state", job="ring-test", entrypoint="mod:fn", cwd=tmp_path, **kw))
 
 
 def _batch(step=0):
@@ -159,7 +188,7 @@ CRASH_SCRIPT = textwrap.dedent(
     import os, sys, torch
     from assertwatch_replay import Recorder, recorder
     root, crash_step = sys.argv[1], int(sys.argv[2])
-    rec = Recorder(root, job="crash", keep=2, entrypoint="m:f", cwd=root)
+    rec = Recorder(root, job="crash", keep=2, entrypoint="m:f", cwd=root, background=sys.argv[3] == "1")
     real = recorder.atomic_write_bytes
     def dying(path, data, *args, **kwargs):
         if path.endswith("manifest.json") and f"step-{crash_step:012d}" in path:
@@ -168,18 +197,19 @@ CRASH_SCRIPT = textwrap.dedent(
     recorder.atomic_write_bytes = dying
     for step in range(crash_step + 1):
         rec.record(step=step, batch={"x": torch.full((4,), step)})
+        rec.flush()
     """
 )
 
 
-def test_crash_between_state_and_manifest_leaves_no_commit(tmp_path):
+def test_crash_between_state_and_manifest_leaves_no_commit(tmp_path, mode):
     from assertwatch_replay import Recorder
     from assertwatch_replay.recorder import committed_entries
 
     script = tmp_path / "crash.py"
     script.write_text(CRASH_SCRIPT)
     root = tmp_path / "state"
-    proc = subprocess.run([sys.executable, str(script), str(root), "3"], env=child_env(), capture_output=True)
+    proc = subprocess.run([sys.executable, str(script), str(root), "3", "1" if mode == "background" else "0"], env=child_env(), capture_output=True)
     assert proc.returncode == 17, proc.stderr.decode()
     ring = root / "crash" / "rank-00000" / "ring"
     torn = ring / "step-000000000003"
@@ -194,6 +224,7 @@ def test_crash_between_state_and_manifest_leaves_no_commit(tmp_path):
 
     rec = Recorder(root, job="crash", keep=2, entrypoint="m:f", cwd=root)
     rec.record(step=4, batch={"x": torch.zeros(1)})
+    rec.flush()
     assert sorted(os.listdir(ring)) == ["step-000000000002", "step-000000000004"]
 
 
@@ -255,4 +286,4 @@ def test_write_failure_does_not_stop_training(tmp_path, caplog):
     assert rec.write_errors == 1
     assert "could not record step 1" in caplog.text
     with pytest.raises(OSError):
-        strict.record(step=2, batch=_batch())
+        strict.record(step=2, batch=_batch())  # sync: raised here; background: by the flush

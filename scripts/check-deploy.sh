@@ -346,7 +346,8 @@ fi
 
 # -------------------------------------------------------------------- scripts
 if need "scripts: shellcheck" shellcheck; then
-  check "scripts: shellcheck" shellcheck scripts/check-deploy.sh deploy/prometheus/render-prometheusrule.sh
+  check "scripts: shellcheck" shellcheck scripts/check-deploy.sh deploy/prometheus/render-prometheusrule.sh \
+    deploy/slurm/assertwatch-healthcheck
 fi
 
 # ----------------------------------------------------------------------- docs

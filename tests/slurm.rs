@@ -135,8 +135,14 @@ fn start_cluster(dir: &Path, procs: &mut Procs) -> Cluster {
         .arg("-F")
         .arg("-f")
         .arg(format!("--socket={}", sock.display()))
-        .arg(format!("--pid-file={}", munge_dir.join("munged.pid").display()))
-        .arg(format!("--log-file={}", munge_dir.join("munged.log").display()))
+        .arg(format!(
+            "--pid-file={}",
+            munge_dir.join("munged.pid").display()
+        ))
+        .arg(format!(
+            "--log-file={}",
+            munge_dir.join("munged.log").display()
+        ))
         .arg(format!("--seed-file={}", munge_dir.join("seed").display()))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -217,7 +223,15 @@ fn config(c: &Cluster, jobs: &Path) -> String {
 
 #[test]
 fn jobs_are_named_and_unhealthy_gpus_drain_the_node() {
-    for tool in ["slurmctld", "slurmd", "sbatch", "scontrol", "sinfo", "munged", "runuser"] {
+    for tool in [
+        "slurmctld",
+        "slurmd",
+        "sbatch",
+        "scontrol",
+        "sinfo",
+        "munged",
+        "runuser",
+    ] {
         if find(tool).is_none() {
             return skip_or_fail(&format!("{tool} is not installed"));
         }
@@ -266,12 +280,18 @@ fn jobs_are_named_and_unhealthy_gpus_drain_the_node() {
         .unwrap();
     assert_eq!(inc["slurm_user"], "root", "{inc}");
     assert_eq!(health(&work).0, 0, "healthy before the Xid");
-    assert!(t0.elapsed() < Duration::from_secs(12), "the job part took too long for the script");
+    assert!(
+        t0.elapsed() < Duration::from_secs(12),
+        "the job part took too long for the script"
+    );
 
     // 2. Xid 79 (scripted at 12 s): the node drains with our reason.
     c.wait(30, "the node to drain", |c| c.state().contains("drain"));
     let reason = c.reason();
-    assert!(reason.starts_with("assertwatch: Xid 79 on GPU 0"), "{reason}");
+    assert!(
+        reason.starts_with("assertwatch: Xid 79 on GPU 0"),
+        "{reason}"
+    );
     let (code, why) = health(&work);
     assert_eq!(code, 1, "{why}");
     assert!(why.contains("Xid 79"), "{why}");

@@ -56,9 +56,11 @@ impl OutputPattern {
                 Some('N') => re.push_str(r"[A-Za-z0-9._-]{1,128}"),
                 Some('s') => re.push_str(r"(?P<step>[0-9]{1,10}|batch|extern)"),
                 Some('%') => re.push('%'),
-                Some(t) => return Err(format!(
+                Some(t) => {
+                    return Err(format!(
                     "{pattern:?}: %{t} is not a Slurm filename token (use %j %A %a %u %x %N %s %%)"
-                )),
+                ))
+                }
                 None => return Err(format!("{pattern:?} ends with a lone %")),
             }
         }

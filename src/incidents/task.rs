@@ -266,7 +266,16 @@ impl IncidentTask {
         let related = id.map(|id| self.correlator.related(id)).unwrap_or_default();
         let pod = info.pod.as_ref();
         let slurm = self.slurm_for(info.slurm.clone(), inc.pid, inc.pci.as_deref());
+        let training_job = crate::incidents::correlate::training_job(
+            slurm.slurm_job_id.as_deref(),
+            pod.map(|p| p.namespace.as_str()),
+            pod.map(|p| p.pod.as_str()),
+            source.path(),
+        );
+        let caused_by = id.and_then(|id| self.correlator.caused_by(id));
         let mut rec = IncidentRecord {
+            training_job,
+            caused_by,
             slurm,
             id: 0,
             time: String::new(),
@@ -299,6 +308,19 @@ impl IncidentTask {
     async fn after_write(&mut self, w: Written) {
         let mut rec = w.record;
         if w.change == Change::Opened {
+            let cascade = self.correlator.cascade(
+                rec.id,
+                &rec.incident,
+                rec.training_job.as_deref(),
+                now_ms(),
+            );
+            if let Some((root, blame)) = cascade {
+                // A follow-on failure of the same job: blamed on what caused it, linked to it,
+                // and not alerted on its own (the root cause's alert covers the job).
+                rec.caused_by = Some(root);
+                rec.incident.blame = blame;
+                self.recorder.replace(&rec).await;
+            }
             let links = self.correlator.link(rec.id, &rec.incident, now_ms());
             if !links.is_empty() {
                 for other in &links {

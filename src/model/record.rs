@@ -89,6 +89,14 @@ pub struct IncidentRecord {
     pub container: Option<String>,
     pub gpu: Option<GpuRef>,
     pub related: Vec<i64>,
+    /// The training job, as one key across nodes and sources: `slurm:<job id>`,
+    /// `k8s:<namespace>/<pod set>` or `dir:<log directory>`; see `incidents::correlate`.
+    #[serde(default)]
+    pub training_job: Option<String>,
+    /// The root-cause incident this one follows from (an NCCL timeout on another rank after a
+    /// device-side assert of the same job); such incidents are not alerted on their own.
+    #[serde(default)]
+    pub caused_by: Option<i64>,
     pub repro: Option<ReproReport>,
     /// The incident is still collecting lines.
     pub open: bool,

@@ -50,6 +50,11 @@ impl IncidentSink for AlertSink {
     }
 
     async fn handle(&mut self, event: Arc<IncidentEvent>) {
+        // A follow-on failure (another rank's NCCL timeout after this job's assert) is part of
+        // its root cause's alert, not an alert of its own.
+        if event.record.caused_by.is_some() {
+            return;
+        }
         let (key, alert) = alert_for(&event.record, &self.runbook_base, &self.api_base);
         self.deadlines
             .insert(key.clone(), Instant::now() + self.hold);
@@ -142,6 +147,18 @@ pub fn alert_for(rec: &IncidentRecord, runbook_base: &str, api_base: &str) -> (S
     if let Some(pod) = &rec.pod {
         a = a.label("pod", pod);
     }
+    // One key per training job across nodes: the Alertmanager inhibition rule in
+    // deploy/alertmanager silences a job's cascade alerts from other nodes while its root cause
+    // fires.
+    // Only keys that name one job cluster-wide: a log directory (`dir:`) can repeat on every
+    // node for unrelated jobs.
+    let job_label = rec
+        .training_job
+        .as_deref()
+        .filter(|j| j.starts_with("slurm:") || j.starts_with("k8s:"));
+    if let Some(job) = job_label {
+        a = a.label("training_job", job);
+    }
     // The job and its owner route an alert to the person whose job it hit.
     if let Some(job) = &rec.slurm.slurm_job_id {
         a = a.label("slurm_job_id", job);
@@ -200,14 +217,15 @@ pub fn alert_for(rec: &IncidentRecord, runbook_base: &str, api_base: &str) -> (S
     }
     a = a.generator_url(format!("{api_base}/api/v1/incidents/{}", rec.id));
     let key = format!(
-        "{name}|{}|{}|{}|{gpu}|{}|{}|{}|{}",
+        "{name}|{}|{}|{}|{gpu}|{}|{}|{}|{}|{}",
         i.kind.as_str(),
         i.category,
         i.blame.as_str(),
         rec.namespace.as_deref().unwrap_or(""),
         rec.pod.as_deref().unwrap_or(""),
         rec.slurm.slurm_job_id.as_deref().unwrap_or(""),
-        rec.slurm.slurm_user.as_deref().unwrap_or("")
+        rec.slurm.slurm_user.as_deref().unwrap_or(""),
+        job_label.unwrap_or("")
     );
     (key, a)
 }

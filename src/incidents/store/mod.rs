@@ -311,6 +311,8 @@ pub(crate) fn test_record() -> IncidentRecord {
         container: None,
         gpu: None,
         related: vec![],
+        training_job: None,
+        caused_by: None,
         repro: None,
         open: false,
         slurm: Default::default(),

@@ -315,10 +315,10 @@ fn cmd_explain(xid: u32, format: FormatArg) -> ExitCode {
                 println!("  blame:              {}", xid_catalog::blame(xid));
                 println!(
                     "  drain the GPU:      {}",
-                    if xid_catalog::needs_drain(xid) {
-                        "yes"
-                    } else {
-                        "no"
+                    match e.out_of_service {
+                        Some(true) => "yes",
+                        Some(false) => "no",
+                        None => "decided by each line (see the incident's hint)",
                     }
                 );
                 println!(

@@ -2,7 +2,7 @@
 //! file parses arguments, maps results to exit codes and nothing else.
 
 use crate::config;
-use crate::detect::{xid_catalog, DetectorSet};
+use crate::detect::{sxid as sxid_catalog, xid_catalog, DetectorSet};
 use crate::scan::{self, OutputFormat, ScanOptions, StreamHint};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Write};
@@ -93,6 +93,12 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = FormatArg::Text)]
         format: FormatArg,
     },
+    /// Show what is known about an NVSwitch SXid and what to do about it.
+    ExplainSxid {
+        sxid: u32,
+        #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+        format: FormatArg,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -154,6 +160,7 @@ pub fn run(cli: Cli) -> ExitCode {
         } => cmd_scan(stream, format, config, max_line_bytes, &files),
         Command::ExplainXid { xid, format } => cmd_explain(xid, format),
         Command::Health { config, format } => cmd_health(config, format),
+        Command::ExplainSxid { sxid, format } => cmd_explain_sxid(sxid, format),
         Command::Probe {
             gpu,
             timeout,
@@ -334,6 +341,13 @@ fn cmd_explain(xid: u32, format: FormatArg) -> ExitCode {
         "category": xid_catalog::category(xid),
         "blame": xid_catalog::blame(xid).as_str(),
         "needs_drain": xid_catalog::needs_drain(xid),
+        "action": entry.map(|e| e.action.as_str()),
+        "out_of_service": entry.map(|e| match e.out_of_service {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "decided by the line",
+        }),
+        "decision": entry.map(|e| e.decision.as_str()),
         "hint": xid_catalog::hint(xid),
         "source": entry.map(|e| e.source_url.as_str()),
     });
@@ -348,18 +362,67 @@ fn cmd_explain(xid: u32, format: FormatArg) -> ExitCode {
                 println!("  blame:              {}", xid_catalog::blame(xid));
                 println!(
                     "  drain the GPU:      {}",
-                    if xid_catalog::needs_drain(xid) {
-                        "yes"
-                    } else {
-                        "no"
+                    match e.out_of_service {
+                        Some(true) => "yes",
+                        Some(false) => "no",
+                        None => "decided by each line (see the incident's hint)",
                     }
+                );
+                println!(
+                    "  action:             {} ({})",
+                    e.action.as_str(),
+                    e.decision
                 );
                 println!("  what to do:         {}", xid_catalog::hint(xid));
                 println!("  source:             {}", e.source_url);
             }
             None => {
-                println!("Xid {xid} is not in NVIDIA's Xid catalog (it lists 1-172 as of the catalog built into this binary).");
+                println!("Xid {xid} is not in NVIDIA's Xid catalog (it lists 1-173 as of the catalog built into this binary).");
                 println!("  what to do:         {}", xid_catalog::hint(xid));
+            }
+        },
+    }
+    ExitCode::SUCCESS
+}
+
+fn cmd_explain_sxid(sxid: u32, format: FormatArg) -> ExitCode {
+    let entry = sxid_catalog::lookup(sxid);
+    let action = sxid_catalog::decide(sxid, None);
+    let value = serde_json::json!({
+        "sxid": sxid,
+        "in_catalog": entry.is_some(),
+        "mnemonic": entry.map(|e| e.mnemonic.as_str()),
+        "name": entry.map(|e| e.name.as_str()),
+        "fm_class": entry.map(|e| e.class.as_str()),
+        "action": action.as_str(),
+        "category": sxid_catalog::category(sxid),
+        "blame": "hardware",
+        "needs_drain": sxid_catalog::needs_drain(sxid),
+        "hint": sxid_catalog::hint(sxid, None),
+        "source": entry.map(|e| e.source.as_str()),
+    });
+    match format {
+        FormatArg::Jsonl => println!("{value}"),
+        FormatArg::Text => match entry {
+            Some(e) => {
+                println!("SXid {sxid}: {} ({})", e.name, e.mnemonic);
+                println!("  Fabric Manager class: {}", e.class.as_str());
+                println!("  action:               {}", action.as_str());
+                println!(
+                    "  drain the node:       {}",
+                    match action {
+                        sxid_catalog::SxidAction::FromLine => "if the line says Fatal",
+                        a if a.takes_out_of_service() => "yes",
+                        _ => "no",
+                    }
+                );
+                println!("  blame:                hardware");
+                println!("  what to do:           {}", sxid_catalog::hint(sxid, None));
+                println!("  source:               {}", e.source);
+            }
+            None => {
+                println!("SXid {sxid} is not defined by the NVSwitch driver this catalog was built from.");
+                println!("  what to do:           {}", sxid_catalog::hint(sxid, None));
             }
         },
     }

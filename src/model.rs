@@ -27,16 +27,19 @@ pub enum Kind {
     NcclError,
     Numeric,
     Xid,
+    /// An NVSwitch error (`SXid`) from the `nvidia-nvswitch` driver.
+    Sxid,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::DeviceAssert,
         Kind::CudaError,
         Kind::Oom,
         Kind::NcclError,
         Kind::Numeric,
         Kind::Xid,
+        Kind::Sxid,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -47,6 +50,7 @@ impl Kind {
             Kind::NcclError => "nccl_error",
             Kind::Numeric => "numeric",
             Kind::Xid => "xid",
+            Kind::Sxid => "sxid",
         }
     }
 
@@ -158,10 +162,61 @@ pub enum Evidence {
     },
     /// The driver's "has fallen off the bus" wording without an Xid number on the line.
     FallenOffBus { pci: Option<String> },
+    /// `nvidia-nvswitchN: SXid (PCI:dddd:bb:dd.f): NNNNN, <severity>, Link LL <detail>` and the
+    /// `Severity …`/`Data {…}` lines that follow it.
+    Sxid {
+        sxid: u32,
+        /// The switch's PCI id, as written.
+        pci: Option<String>,
+        /// The `N` of `nvidia-nvswitchN`.
+        switch: Option<u32>,
+        link: Option<u32>,
+        severity: Option<SxidSeverity>,
+        detail: String,
+    },
+    /// A driver event about one GPU that carries no Xid number (a failed initialisation, a GSP
+    /// firmware timeout, an NVLink training failure).
+    GpuDriverEvent {
+        event: GpuDriverEventKind,
+        /// The GPU's PCI id where the line names it.
+        pci: Option<String>,
+        /// The driver's own GPU tag (`GPU0`, `GPU6`) where the line has no PCI id.
+        gpu_tag: Option<String>,
+    },
     /// `NVRM: GPU at PCI:dddd:bb:dd: GPU-<uuid>`: ties a bus id to a UUID.
     GpuIdentity { pci: String, uuid: String },
     /// `NVRM: The NVIDIA GPU dddd:bb:dd.f`: the first line of the multi-line bus-loss message.
     GpuMention { pci: String },
+}
+
+/// The severity word of an SXid line, as the NVSwitch driver prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SxidSeverity {
+    Fatal,
+    NonFatal,
+    Correctable,
+}
+
+/// Driver events about a GPU that come without an Xid number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuDriverEventKind {
+    /// `RmInitAdapter failed!`: the GPU failed to initialise.
+    InitFailed,
+    /// `GSP RM heartbeat timed out` / `rpcRecvPoll timedout`: the GSP firmware stopped answering.
+    GspTimeout,
+    /// `Timedout while checking to see if training complete!` and similar NVLink training errors.
+    NvlinkTrainingFailed,
+}
+
+impl GpuDriverEventKind {
+    /// The incident category of the event.
+    pub fn category(self) -> &'static str {
+        match self {
+            GpuDriverEventKind::InitFailed => "gpu_init_failed",
+            GpuDriverEventKind::GspTimeout => "gsp_rpc_timeout",
+            GpuDriverEventKind::NvlinkTrainingFailed => "nvlink_training_failed",
+        }
+    }
 }
 
 /// A deduplicated kernel assertion seen in an incident, with how many threads reported it.
@@ -180,6 +235,12 @@ pub struct Incident {
     pub kind: Kind,
     pub category: String,
     pub xid: Option<u32>,
+    /// NVSwitch SXid number (kind `sxid` only); `xid` is null for these.
+    #[serde(default)]
+    pub sxid: Option<u32>,
+    /// NVLink port of the switch (SXid) where the line names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<u32>,
     pub pci: Option<String>,
     pub pid: Option<u32>,
     pub assertion: Option<String>,

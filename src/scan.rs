@@ -203,7 +203,16 @@ fn write_incident(
             if let Some(x) = inc.xid {
                 writeln!(out, "  xid:        {x}")?;
             }
-            if let Some(p) = &inc.pci {
+            if let Some(x) = inc.sxid {
+                writeln!(
+                    out,
+                    "  sxid:       {x}{}",
+                    inc.link.map(|l| format!(" (link {l})")).unwrap_or_default()
+                )?;
+            }
+            if let (Some(p), true) = (&inc.pci, inc.sxid.is_some()) {
+                writeln!(out, "  nvswitch:   {p}")?;
+            } else if let Some(p) = &inc.pci {
                 writeln!(
                     out,
                     "  gpu:        {p}{}",

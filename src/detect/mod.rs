@@ -10,6 +10,7 @@
 pub mod kernel_assert;
 pub mod numeric;
 pub mod rules;
+pub mod sxid;
 pub mod traceback;
 pub mod xid;
 pub mod xid_catalog;
@@ -57,6 +58,8 @@ const GATE_LITERALS: &[&str] = &[
     "remote process exited",
     "NVRM",
     "fallen off the bus",
+    // NVSwitch errors (`nvidia-nvswitchN: SXid (PCI:…): …`); GPU driver events are `NVRM` lines.
+    "SXid (",
     "Traceback (most recent",
     "File \"",
     "Cell In[",
@@ -88,6 +91,8 @@ enum Owner {
     GpuAt,
     Mention,
     Fallen,
+    Sxid,
+    GpuEvent,
 }
 
 /// Options that change what detection reports.
@@ -162,6 +167,18 @@ impl DetectorSet {
         add("NVRM: GPU at PCI:", Owner::GpuAt);
         add("NVRM: The NVIDIA GPU", Owner::Mention);
         add("fallen off the bus", Owner::Fallen);
+        add("SXid (", Owner::Sxid);
+        for l in [
+            "RmInitAdapter failed",
+            "rm_init_adapter",
+            "heartbeat timed out",
+            "Heartbeat timed out",
+            "rpcRecvPoll timedout",
+            "training complete!",
+            "Pre Link Training ALI",
+        ] {
+            add(l, Owner::GpuEvent);
+        }
         gate.sort();
         gate.dedup();
         let gate = AhoCorasickBuilder::new()
@@ -230,6 +247,16 @@ impl DetectorSet {
         }
         if has(Owner::GpuAt) {
             if let Some(e) = xid::parse_identity(line) {
+                return Some(e);
+            }
+        }
+        if has(Owner::Sxid) {
+            if let Some(e) = sxid::parse(line) {
+                return Some(e);
+            }
+        }
+        if has(Owner::GpuEvent) {
+            if let Some(e) = xid::parse_gpu_event(line) {
                 return Some(e);
             }
         }
@@ -309,6 +336,8 @@ fn flag(o: Owner) -> u16 {
         Owner::GpuAt => 1 << 6,
         Owner::Mention => 1 << 7,
         Owner::Fallen => 1 << 8,
+        Owner::Sxid => 1 << 9,
+        Owner::GpuEvent => 1 << 10,
         Owner::Headline(_) | Owner::User(_) => 0,
     }
 }

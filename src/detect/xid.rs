@@ -3,9 +3,12 @@
 //! Format as printed by the driver (NVIDIA "Xid Errors" guide, docs.nvidia.com/deploy/xid-errors):
 //! `NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, <detail>`. Driver generations differ:
 //! `pid='<unknown>'`, no `pid=`/`name=` at all, `Ch 0000003b` vs `channel 0x…`, PCI domains other
-//! than 0000. The bus id is reported exactly as written.
+//! than 0000. The bus id is reported as written; one written without a domain (`b3:00.0`) gets the
+//! default domain `0000` so it still names a PCI device.
+//!
+//! Also driver events about one GPU that carry no Xid number (see [`parse_gpu_event`]).
 
-use crate::model::Evidence;
+use crate::model::{Evidence, GpuDriverEventKind};
 use regex::Regex;
 use std::sync::OnceLock;
 
@@ -17,28 +20,30 @@ struct Patterns {
     gpu_at: Regex,
     mention: Regex,
     bus_id_on_line: Regex,
+    nvrm_gpu_pci: Regex,
+    nvrm_gpu_tag: Regex,
 }
+
+/// A PCI bus id with or without its domain: `0000:3b:00`, `0000:3b:00.0`, `3b:00.0`.
+const BUS: &str = r"((?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)";
 
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
     P.get_or_init(|| Patterns {
         xid: Regex::new(r"NVRM: Xid \(([^)]{0,64})\): (\d{1,5})\b,?\s?(.*)").expect("static regex"),
-        pci: Regex::new(r"([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)")
-            .expect("static regex"),
+        pci: Regex::new(BUS).expect("static regex"),
         pid: Regex::new(r"\bpid=(\d{1,10})\b").expect("static regex"),
         name: Regex::new(r"\bname=([^,\s]{1,128})").expect("static regex"),
         gpu_at: Regex::new(
             r"NVRM: GPU at PCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?): (GPU-[0-9a-fA-F-]{8,64})",
         )
         .expect("static regex"),
-        mention: Regex::new(
-            r"NVRM: The NVIDIA GPU ([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)",
-        )
-        .expect("static regex"),
-        bus_id_on_line: Regex::new(
-            r"GPU ([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)",
-        )
-        .expect("static regex"),
+        mention: Regex::new(&format!(r"NVRM: The NVIDIA GPU {BUS}")).expect("static regex"),
+        bus_id_on_line: Regex::new(&format!(r"GPU {BUS}")).expect("static regex"),
+        // `NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! …` (the device-print prefix of the driver).
+        nvrm_gpu_pci: Regex::new(&format!(r"NVRM: GPU {BUS}[:\s/]")).expect("static regex"),
+        // `NVRM: GPU0 _kgspRpcRecvPoll: …` (the driver's per-GPU print prefix, no bus id).
+        nvrm_gpu_tag: Regex::new(r"NVRM: (GPU\d{1,3})\b").expect("static regex"),
     })
 }
 
@@ -47,7 +52,10 @@ pub fn parse_xid(line: &str) -> Option<Evidence> {
     let p = patterns();
     let c = p.xid.captures(line)?;
     let xid: u32 = c.get(2)?.as_str().parse().ok()?;
-    let pci = p.pci.captures(c.get(1)?.as_str()).map(|m| m[1].to_owned());
+    let pci = p
+        .pci
+        .captures(c.get(1)?.as_str())
+        .map(|m| with_domain(&m[1]));
     let rest = c.get(3).map_or("", |m| m.as_str());
     let pid = p.pid.captures(rest).and_then(|m| m[1].parse().ok());
     let process = p
@@ -77,7 +85,7 @@ pub fn parse_identity(line: &str) -> Option<Evidence> {
 pub fn parse_mention(line: &str) -> Option<Evidence> {
     let c = patterns().mention.captures(line)?;
     Some(Evidence::GpuMention {
-        pci: c[1].to_owned(),
+        pci: with_domain(&c[1]),
     })
 }
 
@@ -89,8 +97,70 @@ pub fn parse_fallen_off_bus(line: &str) -> Option<Evidence> {
     let pci = patterns()
         .bus_id_on_line
         .captures(line)
-        .map(|c| c[1].to_owned());
+        .map(|c| with_domain(&c[1]));
     Some(Evidence::FallenOffBus { pci })
+}
+
+/// Which driver event a line without an Xid reports, by the driver's own wording.
+///
+/// - `RmInitAdapter failed! (0x24:0x72:1568)` and `rm_init_adapter failed, device minor number 5`
+///   (printed by `RmInitAdapter` in `src/nvidia/arch/nvalloc/unix/src/osinit.c` and by
+///   `kernel-open/nvidia/nv.c` of NVIDIA's open-gpu-kernel-modules; seen in
+///   https://github.com/NVIDIA/gpu-operator/issues/1146);
+/// - `_kgspRpcRecvPoll: GSP RM heartbeat timed out`, `LibOS heartbeat timed out`,
+///   `_kgspIsHeartbeatTimedOut: Heartbeat timed out` (`kernel_gsp.c`; seen in
+///   https://github.com/ublue-os/bazzite/issues/4449) and `rpcRecvPoll timedout for fn N`
+///   (`src/nvidia/src/kernel/vgpu/rpc.c`);
+/// - `Timedout while checking to see if training complete!` and `Failed to execute Pre Link
+///   Training ALI steps!` (`kernel_nvlinkstate.c`, `kernel_nvlinkcorelibtrain.c`,
+///   `kernel_nvlink.c`).
+fn gpu_event_kind(line: &str) -> Option<GpuDriverEventKind> {
+    if line.contains("RmInitAdapter failed")
+        || (line.contains("rm_init_adapter") && line.contains("failed"))
+    {
+        return Some(GpuDriverEventKind::InitFailed);
+    }
+    if line.contains("heartbeat timed out")
+        || line.contains("Heartbeat timed out")
+        || line.contains("rpcRecvPoll timedout")
+    {
+        return Some(GpuDriverEventKind::GspTimeout);
+    }
+    if line.contains("training complete!") || line.contains("Pre Link Training ALI steps") {
+        return Some(GpuDriverEventKind::NvlinkTrainingFailed);
+    }
+    None
+}
+
+/// A driver event about one GPU that comes without an Xid: a failed initialisation, a GSP
+/// firmware timeout, an NVLink training failure. Only `NVRM:` lines count.
+pub fn parse_gpu_event(line: &str) -> Option<Evidence> {
+    if !line.contains("NVRM") || line.contains("NVRM: Xid") {
+        return None;
+    }
+    let event = gpu_event_kind(line)?;
+    let p = patterns();
+    let pci = p.nvrm_gpu_pci.captures(line).map(|c| with_domain(&c[1]));
+    let gpu_tag = if pci.is_none() {
+        p.nvrm_gpu_tag.captures(line).map(|c| c[1].to_owned())
+    } else {
+        None
+    };
+    Some(Evidence::GpuDriverEvent {
+        event,
+        pci,
+        gpu_tag,
+    })
+}
+
+/// Gives a bus id written without its PCI domain (`b3:00.0`) the default domain `0000`; any
+/// other spelling is returned as written.
+pub fn with_domain(bus: &str) -> String {
+    if bus.matches(':').count() == 1 {
+        format!("0000:{bus}")
+    } else {
+        bus.to_owned()
+    }
 }
 
 /// The kernel log's form of a PCI bus id: `dddd:bb:dd`, lowercase, without the function.
@@ -108,6 +178,10 @@ pub fn normalize_bus(s: &str) -> String {
     let mut parts: Vec<&str> = s.split(':').collect();
     if parts.len() == 3 && parts[0].len() > 4 {
         parts[0] = &parts[0][parts[0].len() - 4..];
+    }
+    if parts.len() == 2 {
+        // `b3:00` without a domain: the default domain.
+        parts.insert(0, "0000");
     }
     parts.join(":")
 }
@@ -176,5 +250,122 @@ mod tests {
         assert_eq!(normalize_bus("00000009:01:00.0"), "0009:01:00");
         // Found by fuzzing: a non-ASCII id (e.g. from a fake GPU script) must not panic.
         assert!(!same_bus("é000:01:00", "0000:01:00"));
+    }
+
+    #[test]
+    fn every_bus_spelling_names_the_same_gpu() {
+        for a in [
+            "0000:b3:00",
+            "0000:b3:00.0",
+            "b3:00.0",
+            "B3:00",
+            "00000000:B3:00.0",
+        ] {
+            for b in ["0000:b3:00", "0000:b3:00.0", "b3:00.0"] {
+                assert!(same_bus(a, b), "{a} vs {b}");
+            }
+        }
+        assert!(!same_bus("b3:00.0", "0000:b4:00"));
+        assert!(!same_bus("b3:00.0", "0001:b3:00"));
+    }
+
+    #[test]
+    fn bus_ids_without_a_domain_still_yield_a_pci_id() {
+        assert_eq!(
+            parse_fallen_off_bus("NVRM: GPU b3:00.0: GPU has fallen off the bus."),
+            Some(Evidence::FallenOffBus {
+                pci: Some("0000:b3:00.0".into())
+            })
+        );
+        assert_eq!(
+            parse_mention("NVRM: The NVIDIA GPU b3:00.0"),
+            Some(Evidence::GpuMention {
+                pci: "0000:b3:00.0".into()
+            })
+        );
+        match parse_xid("NVRM: Xid (PCI:b3:00): 79, GPU has fallen off the bus.") {
+            Some(Evidence::Xid { pci, .. }) => assert_eq!(pci.as_deref(), Some("0000:b3:00")),
+            other => panic!("{other:?}"),
+        }
+        // As written where the domain is there.
+        match parse_xid("NVRM: Xid (PCI:0000:b3:00): 79, GPU has fallen off the bus.") {
+            Some(Evidence::Xid { pci, .. }) => assert_eq!(pci.as_deref(), Some("0000:b3:00")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn init_failure_names_its_gpu() {
+        // https://github.com/NVIDIA/gpu-operator/issues/1146
+        assert_eq!(
+            parse_gpu_event("Dec  2 11:38:46 worker4 kernel: [  218.250408] NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72:1568)"),
+            Some(Evidence::GpuDriverEvent {
+                event: GpuDriverEventKind::InitFailed,
+                pci: Some("0000:0a:00.0".into()),
+                gpu_tag: None
+            })
+        );
+        assert!(matches!(
+            parse_gpu_event(
+                "NVRM: GPU 0000:0a:00.0: rm_init_adapter failed, device minor number 5"
+            ),
+            Some(Evidence::GpuDriverEvent {
+                event: GpuDriverEventKind::InitFailed,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn gsp_timeouts_without_an_xid() {
+        // https://github.com/ublue-os/bazzite/issues/4449
+        assert_eq!(
+            parse_gpu_event(
+                "Mar 21 21:42:01 kernel: NVRM: GPU0 _kgspRpcRecvPoll: GSP RM heartbeat timed out"
+            ),
+            Some(Evidence::GpuDriverEvent {
+                event: GpuDriverEventKind::GspTimeout,
+                pci: None,
+                gpu_tag: Some("GPU0".into())
+            })
+        );
+        assert!(matches!(
+            parse_gpu_event("Mar 21 21:42:01 kernel: NVRM: GPU0 _kgspIsHeartbeatTimedOut: Heartbeat timed out, currentTimeMs 322227881 heartbeat 0 heartbeatWithOffsetMs 318098841 diff 4129040 timeout 5200"),
+            Some(Evidence::GpuDriverEvent {
+                event: GpuDriverEventKind::GspTimeout,
+                ..
+            })
+        ));
+        // The driver's wording (src/nvidia/src/kernel/vgpu/rpc.c).
+        assert!(parse_gpu_event(
+            "NVRM: GPU2 _issueRpcAndWait: rpcRecvPoll timedout for fn 76 sequence 12!"
+        )
+        .is_some());
+        // An Xid 119 line stays an Xid.
+        assert_eq!(parse_gpu_event("NVRM: Xid (PCI:0000:61:00): 119, pid=1, name=x, Timeout waiting for RPC from GSP! heartbeat timed out"), None);
+    }
+
+    #[test]
+    fn nvlink_training_failure() {
+        // The driver's wording (src/nvidia/src/kernel/gpu/nvlink/kernel_nvlinkstate.c).
+        assert!(matches!(
+            parse_gpu_event("NVRM: GPU1 knvlinkCheckTrainingIsComplete_IMPL: Timedout while checking to see if training complete!"),
+            Some(Evidence::GpuDriverEvent {
+                event: GpuDriverEventKind::NvlinkTrainingFailed,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn corpus_negatives_stay_quiet() {
+        // https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1230 (labelled not an event).
+        for l in [
+            "[   84.300488] NVRM: GPU6 _kgspLogRpcTimeout: ********************************* GSP Timeout **********************************",
+            "Jul 09 10:42:47 pool0-0082 kernel: NVRM: knvlinkDiscoverPostRxDetLinks_GH100: Getting peer0's postRxDetLinkMask failed!",
+            "NVRM: GPU6 kgmmuCheckMemSubsysError_IMPL: Memory Subsystem Error detected. kbusSendSysmembarSingle failed.",
+        ] {
+            assert_eq!(parse_gpu_event(l), None, "{l}");
+        }
     }
 }

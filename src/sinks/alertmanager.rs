@@ -7,7 +7,8 @@
 //! re-send, resolve, retries, HA fan-out) lives in the `assertwatch-alertmanager` crate.
 
 use crate::config::{AlertAuth, AlertmanagerConfig};
-use crate::model::{Blame, IncidentRecord, Kind};
+use crate::detect::{sxid as sxidcat, xid_catalog};
+use crate::model::{Blame, Incident, IncidentRecord, Kind};
 use crate::sinks::{IncidentEvent, IncidentSink};
 use assertwatch_alertmanager::{Alert, Auth, NotifierHandle, TlsConfig};
 use std::collections::HashMap;
@@ -81,6 +82,32 @@ impl IncidentSink for AlertSink {
 
 /// The alert name for an incident (one per kind; Xids split by blame).
 pub fn alert_name(kind: Kind, blame: Blame, xid: Option<u32>) -> &'static str {
+    name_for(kind, blame, xid.is_some_and(xid_catalog::needs_drain))
+}
+
+/// The text after `…): N, ` of an Xid/SXid incident's headline.
+fn line_detail(i: &Incident) -> &str {
+    i.message
+        .as_deref()
+        .and_then(|m| m.split_once("): "))
+        .and_then(|(_, r)| r.split_once(", "))
+        .map_or("", |(_, d)| d)
+}
+
+/// Does the incident take its GPU (or, for an SXid, the node's fabric) out of service, as its own
+/// line decides (Xid 144–150 and 154 depend on the line)?
+fn takes_out_of_service(i: &Incident) -> bool {
+    match (i.kind, i.xid, i.sxid) {
+        (Kind::Xid, Some(x), _) => xid_catalog::decide(x, line_detail(i)).out_of_service,
+        (Kind::Sxid, _, Some(n)) => {
+            let sev = i.message.as_deref().and_then(sxidcat::severity_of);
+            sxidcat::decide(n, sev).takes_out_of_service()
+        }
+        _ => false,
+    }
+}
+
+fn name_for(kind: Kind, blame: Blame, drain: bool) -> &'static str {
     match kind {
         Kind::DeviceAssert => "CudaDeviceSideAssert",
         Kind::CudaError => "CudaError",
@@ -91,18 +118,19 @@ pub fn alert_name(kind: Kind, blame: Blame, xid: Option<u32>) -> &'static str {
             Blame::Hardware => "GpuXidHardware",
             Blame::Driver => "GpuXidDriver",
             Blame::Application => "GpuXidApplication",
-            Blame::Unknown if xid.is_some_and(crate::detect::xid_catalog::needs_drain) => {
-                "GpuXidHardware"
-            }
+            Blame::Unknown if drain => "GpuXidHardware",
             Blame::Unknown => "GpuXidApplication",
         },
+        Kind::Sxid => "NvSwitchSxid",
     }
 }
 
-fn severity(kind: Kind, blame: Blame) -> &'static str {
-    match (kind, blame) {
+fn severity(i: &Incident) -> &'static str {
+    match (i.kind, i.blame) {
         (Kind::Xid, Blame::Hardware | Blame::Driver) => "critical",
         (Kind::CudaError, Blame::Hardware) => "critical",
+        // Fatal SXids stall NVLink traffic (reset the fabric); non-fatal ones are for watching.
+        (Kind::Sxid, _) if takes_out_of_service(i) => "critical",
         _ => "warning",
     }
 }
@@ -110,7 +138,7 @@ fn severity(kind: Kind, blame: Blame) -> &'static str {
 /// Builds the alert for `rec`; returns (key, alert). `api_base` is this daemon's URL.
 pub fn alert_for(rec: &IncidentRecord, runbook_base: &str, api_base: &str) -> (String, Alert) {
     let i = &rec.incident;
-    let name = alert_name(i.kind, i.blame, i.xid);
+    let name = name_for(i.kind, i.blame, takes_out_of_service(i));
     let gpu = rec
         .gpu
         .as_ref()
@@ -137,7 +165,7 @@ pub fn alert_for(rec: &IncidentRecord, runbook_base: &str, api_base: &str) -> (S
         .label("kind", i.kind.as_str())
         .label("category", &i.category)
         .label("blame", i.blame.as_str())
-        .label("severity", severity(i.kind, i.blame));
+        .label("severity", severity(i));
     if !gpu.is_empty() {
         a = a.label("gpu", gpu.clone());
     }
@@ -178,6 +206,14 @@ pub fn alert_for(rec: &IncidentRecord, runbook_base: &str, api_base: &str) -> (S
             "Xid {x} ({}) on GPU {} of {}",
             i.category,
             i.pci.as_deref().unwrap_or("?"),
+            rec.node
+        ),
+        (Kind::Sxid, _) => format!(
+            "SXid {} ({}) on NVSwitch {}{} of {}",
+            i.sxid.map_or_else(|| "?".to_owned(), |n| n.to_string()),
+            i.category,
+            i.pci.as_deref().unwrap_or("?"),
+            i.link.map(|l| format!(" link {l}")).unwrap_or_default(),
             rec.node
         ),
         _ => format!("{} in {place}: {}", name, i.category),
@@ -283,5 +319,40 @@ mod tests {
             alert_name(Kind::Xid, Blame::Unknown, Some(95)),
             "GpuXidHardware"
         );
+        assert_eq!(
+            alert_name(Kind::Sxid, Blame::Hardware, None),
+            "NvSwitchSxid"
+        );
+    }
+
+    #[test]
+    fn sxid_and_xid_154_follow_their_lines() {
+        let mut i = crate::incidents::store::test_record().incident;
+        i.kind = Kind::Sxid;
+        i.sxid = Some(12020);
+        i.blame = Blame::Hardware;
+        i.message = Some(
+            "nvidia-nvswitch3: SXid (PCI:0000:c4:00.0): 12020, Fatal, Link 31 egress sequence ID error"
+                .into(),
+        );
+        assert_eq!(severity(&i), "critical");
+        i.sxid = Some(22013);
+        i.message = Some(
+            "nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Non-fatal, Link 00 Minion Link DLREQ interrupt"
+                .into(),
+        );
+        assert_eq!(severity(&i), "warning");
+        let mut x = crate::incidents::store::test_record().incident;
+        x.kind = Kind::Xid;
+        x.xid = Some(154);
+        x.blame = Blame::Unknown;
+        x.message = Some("NVRM: Xid (PCI:0000:97:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)".into());
+        assert!(takes_out_of_service(&x));
+        assert_eq!(
+            name_for(x.kind, x.blame, takes_out_of_service(&x)),
+            "GpuXidHardware"
+        );
+        x.message = Some("NVRM: Xid (PCI:0000:97:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)".into());
+        assert!(!takes_out_of_service(&x));
     }
 }

@@ -4,8 +4,10 @@
 //! the shared bounds ([`Cx`]). Window expiry and closing on time live in the engine itself.
 
 use super::{EngineConfig, Open, PendingTraceback, StreamState, Update, MAX_IDENTITIES};
-use crate::detect::{xid as xidparse, xid_catalog};
-use crate::model::{truncate_utf8, AssertSite, Blame, Finding, Incident, Kind};
+use crate::detect::{sxid as sxidcat, xid as xidparse, xid_catalog};
+use crate::model::{
+    truncate_utf8, AssertSite, Blame, Finding, GpuDriverEventKind, Incident, Kind, SxidSeverity,
+};
 use std::collections::BTreeMap;
 
 /// What every handler shares: the bounds, the key allocator and the change lists.
@@ -167,26 +169,62 @@ pub(super) fn headline(
     }
 }
 
-/// An Xid line: repeats of one Xid on one GPU join one incident within the window.
-pub(super) fn xid(
-    st: &mut StreamState,
-    f: &Finding,
-    xid: u32,
-    pci: &Option<String>,
-    pid: Option<u32>,
-    process: &Option<String>,
-    cx: &mut Cx<'_>,
-) {
-    let pos = st
-        .xids
-        .iter()
-        .position(|o| o.inc.xid == Some(xid) && o.inc.pci.as_deref() == pci.as_deref());
+/// One Xid line as the evidence carries it.
+pub(super) struct XidLine<'a> {
+    pub xid: u32,
+    pub pci: &'a Option<String>,
+    pub pid: Option<u32>,
+    pub process: &'a Option<String>,
+    pub detail: &'a str,
+}
+
+/// Do two optional bus ids name the same GPU? (Both must be known.)
+fn same_gpu(a: &Option<String>, b: &Option<String>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => xidparse::same_bus(a, b),
+        _ => false,
+    }
+}
+
+/// An Xid line: repeats of one Xid on one GPU join one incident within the window. Xid 79 also
+/// joins a "fallen off the bus" incident of the same GPU that came first.
+pub(super) fn xid(st: &mut StreamState, f: &Finding, x: XidLine<'_>, cx: &mut Cx<'_>) {
+    let XidLine {
+        xid,
+        pci,
+        pid,
+        process,
+        detail,
+    } = x;
+    let pos = st.xids.iter().position(|o| {
+        o.inc.kind == Kind::Xid
+            && o.inc.xid == Some(xid)
+            && (o.inc.pci.as_deref() == pci.as_deref() || same_gpu(&o.inc.pci, pci))
+    });
+    let pos = pos.or_else(|| {
+        if xid != 79 {
+            return None;
+        }
+        st.xids.iter().position(|o| {
+            o.inc.xid.is_none() && o.inc.category == FALLEN_NO_XID && same_gpu(&o.inc.pci, pci)
+        })
+    });
     if let Some(i) = pos {
         let o = &mut st.xids[i];
         extend(o, f, cx.cfg);
+        if o.inc.xid.is_none() {
+            // The bus-loss block came first; the Xid names the event.
+            o.inc.xid = Some(xid);
+            o.inc.category = xid_catalog::category(xid);
+            o.inc.hint = xid_catalog::hint(xid);
+            o.inc.message = Some(truncate_utf8(f.text.trim(), cx.cfg.excerpt_line_bytes));
+        }
         if o.inc.pid.is_none() {
             o.inc.pid = pid;
             o.inc.process_name.clone_from(process);
+        }
+        if (144..=150).contains(&xid) || xid == 154 {
+            escalate_xid(o, xid, detail, f, cx.cfg);
         }
         cx.dirty.push(o.key);
         return;
@@ -196,7 +234,7 @@ pub(super) fn xid(
         Kind::Xid,
         &xid_catalog::category(xid),
         xid_catalog::blame(xid),
-        &xid_catalog::hint(xid),
+        &xid_catalog::hint_for_line(xid, detail),
         cx.cfg,
     );
     inc.xid = Some(xid);
@@ -210,8 +248,34 @@ pub(super) fn xid(
     cx.open_xid(st, inc, f);
 }
 
-/// "GPU has fallen off the bus" without an Xid number: joins an Xid 79 of the same GPU, or
-/// opens an incident of its own (the bus id may come from the preceding mention line).
+/// A later line of an NVLink5 (144–150) or recovery-action (154) burst decides differently: the
+/// incident takes the later decision when it is more severe, or when Xid 154 changes the action
+/// (the latest recovery action is the one that holds).
+fn escalate_xid(o: &mut Open, xid: u32, detail: &str, f: &Finding, cfg: &EngineConfig) {
+    let now = xid_catalog::decide(xid, detail);
+    let before = o
+        .inc
+        .message
+        .as_deref()
+        .and_then(|m| m.split_once(&format!("): {xid}, ")))
+        .map(|(_, d)| xid_catalog::decide(xid, d));
+    let replace = match before {
+        Some(b) if xid == 154 => b.action != now.action,
+        Some(b) => now.out_of_service && !b.out_of_service,
+        None => true,
+    };
+    if replace {
+        o.inc.hint = xid_catalog::hint_for_line(xid, detail);
+        o.inc.message = Some(truncate_utf8(f.text.trim(), cfg.excerpt_line_bytes));
+    }
+}
+
+/// The category of the driver's multi-line "fallen off the bus" message without an Xid.
+const FALLEN_NO_XID: &str = "gpu_fallen_off_bus_no_xid";
+
+/// "GPU has fallen off the bus" without an Xid number: joins an Xid 79 (or an earlier bus-loss
+/// incident) of the same GPU, or opens an incident of its own (the bus id may come from the
+/// preceding mention line).
 pub(super) fn fallen_off_bus(
     st: &mut StreamState,
     f: &Finding,
@@ -225,21 +289,20 @@ pub(super) fn fallen_off_bus(
             .map(|(p, _, _)| p.clone())
     });
     let existing = st.xids.iter_mut().find(|o| {
-        o.inc.xid == Some(79)
-            && match (&o.inc.pci, &pci) {
-                (Some(a), Some(b)) => xidparse::same_bus(a, b),
-                _ => false,
-            }
+        (o.inc.xid == Some(79) || (o.inc.xid.is_none() && o.inc.category == FALLEN_NO_XID))
+            && o.inc.kind == Kind::Xid
+            && same_gpu(&o.inc.pci, &pci)
     });
     if let Some(o) = existing {
         extend(o, f, cx.cfg);
         cx.dirty.push(o.key);
+        st.mention = None;
         return;
     }
     let mut inc = new_incident(
         f,
         Kind::Xid,
-        "gpu_fallen_off_bus_no_xid",
+        FALLEN_NO_XID,
         Blame::Hardware,
         &xid_catalog::hint(79),
         cx.cfg,
@@ -253,6 +316,129 @@ pub(super) fn fallen_off_bus(
         inc.first_line = inc.first_line.min(l);
     }
     cx.open_xid(st, inc, f);
+}
+
+/// An NVSwitch SXid line: the lines of one SXid on one switch (the headline, its `Severity` and
+/// `Data` lines, repeats) join one incident within the Xid window.
+pub(super) fn sxid(
+    st: &mut StreamState,
+    f: &Finding,
+    sxid: u32,
+    pci: &Option<String>,
+    link: Option<u32>,
+    severity: Option<SxidSeverity>,
+    cx: &mut Cx<'_>,
+) {
+    let pos = st.xids.iter().position(|o| {
+        o.inc.kind == Kind::Sxid
+            && o.inc.sxid == Some(sxid)
+            && (o.inc.pci.as_deref() == pci.as_deref() || same_gpu(&o.inc.pci, pci))
+    });
+    if let Some(i) = pos {
+        let o = &mut st.xids[i];
+        extend(o, f, cx.cfg);
+        if o.inc.link.is_none() {
+            o.inc.link = link;
+        }
+        // A headline after a `Data` line, or a fatal line in a non-fatal burst, decides.
+        let had = o.inc.message.as_deref().and_then(sxidcat::severity_of);
+        let worse = severity == Some(SxidSeverity::Fatal) && had != Some(SxidSeverity::Fatal);
+        if severity.is_some() && (had.is_none() || worse) {
+            o.inc.message = Some(truncate_utf8(f.text.trim(), cx.cfg.excerpt_line_bytes));
+            o.inc.hint = sxidcat::hint(sxid, severity);
+        }
+        cx.dirty.push(o.key);
+        return;
+    }
+    let mut inc = new_incident(
+        f,
+        Kind::Sxid,
+        &sxidcat::category(sxid),
+        Blame::Hardware,
+        &sxidcat::hint(sxid, severity),
+        cx.cfg,
+    );
+    inc.sxid = Some(sxid);
+    inc.pci.clone_from(pci);
+    inc.link = link;
+    inc.message = Some(truncate_utf8(f.text.trim(), cx.cfg.excerpt_line_bytes));
+    cx.open_xid(st, inc, f);
+}
+
+/// What to do about a driver event without an Xid.
+fn gpu_event_hint(event: GpuDriverEventKind) -> &'static str {
+    match event {
+        GpuDriverEventKind::InitFailed => "The driver could not initialise the GPU (RmInitAdapter failed): it is unusable. Drain it, reset the GPU or reboot the node; check the driver/firmware match and have the GPU checked if it repeats.",
+        GpuDriverEventKind::GspTimeout => "The GPU's GSP firmware stopped answering the driver without an Xid being logged: drain the GPU and reset it (or reboot the node); update the driver if it repeats (an Xid 119/120 may follow).",
+        GpuDriverEventKind::NvlinkTrainingFailed => "The driver could not train the GPU's NVLinks: NVLink/P2P traffic of this GPU will not work. Drain the node, reset the GPUs (and NVSwitches) or reboot, and check the NVLink connections if it repeats.",
+    }
+}
+
+/// Whether a driver event opens an incident by itself. A failed initialisation joins an open
+/// incident of its GPU (a re-initialisation that fails after an Xid 79, 119 …) but does not open
+/// one: the shared real-world corpus labels a bare `RmInitAdapter failed` block as not an incident
+/// (`nvrm_non_xid`), and detection must keep to that label.
+fn opens_alone(event: GpuDriverEventKind) -> bool {
+    !matches!(event, GpuDriverEventKind::InitFailed)
+}
+
+/// A driver event about one GPU that came without an Xid (see [`GpuDriverEventKind`]): repeats on
+/// one GPU join one incident; a failed initialisation joins any open incident of its GPU.
+pub(super) fn gpu_event(
+    st: &mut StreamState,
+    f: &Finding,
+    event: GpuDriverEventKind,
+    pci: &Option<String>,
+    gpu_tag: &Option<String>,
+    cx: &mut Cx<'_>,
+) {
+    let category = event.category();
+    let same = |o: &Open| {
+        same_gpu(&o.inc.pci, pci)
+            || (gpu_tag.is_some() && o.gpu_tag.as_deref() == gpu_tag.as_deref())
+    };
+    let pos = st
+        .xids
+        .iter()
+        .position(|o| o.inc.kind == Kind::Xid && o.inc.category == category && same(o))
+        .or_else(|| {
+            if opens_alone(event) {
+                return None;
+            }
+            st.xids
+                .iter()
+                .rposition(|o| o.inc.kind == Kind::Xid && same(o))
+        });
+    if let Some(i) = pos {
+        let o = &mut st.xids[i];
+        extend(o, f, cx.cfg);
+        cx.dirty.push(o.key);
+        return;
+    }
+    if !opens_alone(event) {
+        return;
+    }
+    let mut inc = new_incident(
+        f,
+        Kind::Xid,
+        category,
+        Blame::Driver,
+        gpu_event_hint(event),
+        cx.cfg,
+    );
+    if event == GpuDriverEventKind::NvlinkTrainingFailed {
+        inc.blame = Blame::Hardware;
+    }
+    inc.gpu_uuid = pci
+        .as_ref()
+        .and_then(|p| lookup_identity(&st.identities, p));
+    inc.pci.clone_from(pci);
+    inc.message = Some(truncate_utf8(f.text.trim(), cx.cfg.excerpt_line_bytes));
+    let o = fresh(cx.next_key, cx.stream, inc, f);
+    let mut o = o;
+    o.gpu_tag.clone_from(gpu_tag);
+    cx.dirty.push(o.key);
+    push_xid(&mut st.xids, o, cx.cfg.max_open_xid, cx.done);
 }
 
 /// `GPU at PCI:… GPU-<uuid>`: remembers the UUID and names it on open Xids of that GPU.
@@ -287,6 +473,7 @@ fn fresh(next_key: &mut u64, stream: u64, inc: Incident, f: &Finding) -> Open {
         last_at_ms: f.at_ms,
         headline_rule: None,
         reported: false,
+        gpu_tag: None,
     }
 }
 
@@ -327,6 +514,8 @@ fn new_incident(
         kind,
         category: category.to_owned(),
         xid: None,
+        sxid: None,
+        link: None,
         pci: None,
         pid: None,
         assertion: None,

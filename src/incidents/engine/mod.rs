@@ -13,7 +13,9 @@
 //!   different failure arrives (another kind, or a second headline of another family);
 //! - an Xid incident is keyed by (bus id, Xid number) and closes after `xid_window_ms` without a
 //!   repeat (daemon) or `xid_gap_lines` lines (scan), so a burst of one Xid is one incident while
-//!   different GPUs stay separate.
+//!   different GPUs stay separate. NVSwitch SXid incidents are keyed by (switch bus id, SXid
+//!   number) and GPU driver events without an Xid by (GPU, event) in the same way; the "fallen off
+//!   the bus" block and Xid 79 of one GPU are one incident in either order.
 
 mod evidence;
 
@@ -86,6 +88,8 @@ struct Open {
     last_at_ms: u64,
     headline_rule: Option<String>,
     reported: bool,
+    /// The driver's GPU tag (`GPU6`) of a driver-event incident whose lines carry no bus id.
+    gpu_tag: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -190,8 +194,31 @@ impl Engine {
                 pci,
                 pid,
                 process,
+                detail,
+            } => evidence::xid(
+                st,
+                &f,
+                evidence::XidLine {
+                    xid: *xid,
+                    pci,
+                    pid: *pid,
+                    process,
+                    detail,
+                },
+                &mut cx,
+            ),
+            Evidence::Sxid {
+                sxid,
+                pci,
+                link,
+                severity,
                 ..
-            } => evidence::xid(st, &f, *xid, pci, *pid, process, &mut cx),
+            } => evidence::sxid(st, &f, *sxid, pci, *link, *severity, &mut cx),
+            Evidence::GpuDriverEvent {
+                event,
+                pci,
+                gpu_tag,
+            } => evidence::gpu_event(st, &f, *event, pci, gpu_tag, &mut cx),
             Evidence::FallenOffBus { pci } => evidence::fallen_off_bus(st, &f, pci, &mut cx),
             Evidence::GpuIdentity { pci, uuid } => evidence::identity(st, pci, uuid, &mut cx),
             Evidence::GpuMention { pci } => st.mention = Some((pci.clone(), f.line, f.seq)),
@@ -439,6 +466,158 @@ For debugging consider passing CUDA_LAUNCH_BLOCKING=1.
             Some("GPU-ccdb674e-0f5b-c678-9099-59940ccd0641")
         );
         assert_eq!(incs[0].blame, Blame::Hardware);
+    }
+
+    /// The driver's bus-loss block (https://github.com/NVIDIA/NVSentinel/issues/155) with the bus
+    /// id spelled `bus`.
+    fn bus_loss_block(bus: &str) -> String {
+        format!("[ 1843.308145] NVRM: The NVIDIA GPU {bus}\n               NVRM: (PCI ID: 10de:26b5) installed in this system has\n               NVRM: fallen off the bus and is not responding to commands.\n")
+    }
+
+    #[test]
+    fn bus_loss_and_xid_79_are_one_incident_in_either_order_and_any_spelling() {
+        let spellings = ["0000:b3:00", "0000:b3:00.0", "b3:00.0"];
+        for block_bus in spellings {
+            for xid_bus in spellings {
+                let xid = format!("NVRM: Xid (PCI:{xid_bus}): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n");
+                let single = format!("NVRM: GPU {block_bus}: GPU has fallen off the bus.\n");
+                for text in [
+                    format!("{}{xid}", bus_loss_block(block_bus)),
+                    format!("{xid}{}", bus_loss_block(block_bus)),
+                    format!("{single}{xid}"),
+                    format!("{xid}{single}"),
+                    format!("{single}{xid}{single}"),
+                ] {
+                    let incs = run(&text);
+                    assert_eq!(incs.len(), 1, "{text}\n{incs:#?}");
+                    let i = &incs[0];
+                    assert_eq!(i.xid, Some(79), "{text}");
+                    assert_eq!(i.category, "xid_79_fallen_off_bus", "{text}");
+                    assert_eq!(i.blame, Blame::Hardware);
+                    let pci = i.pci.as_deref().unwrap_or("");
+                    assert!(crate::detect::xid::same_bus(pci, "0000:b3:00"), "{pci}");
+                    assert!(pci.starts_with("0000:"), "{pci}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bus_loss_of_another_gpu_stays_apart() {
+        let text = format!(
+            "{}NVRM: Xid (PCI:0000:b4:00): 79, GPU has fallen off the bus.\n",
+            bus_loss_block("0000:b3:00.0")
+        );
+        assert_eq!(run(&text).len(), 2);
+    }
+
+    #[test]
+    fn bus_loss_without_xid_keeps_its_category() {
+        let incs = run(&bus_loss_block("b3:00.0"));
+        assert_eq!(incs.len(), 1);
+        assert_eq!(incs[0].category, "gpu_fallen_off_bus_no_xid");
+        assert_eq!(incs[0].xid, None);
+        assert_eq!(incs[0].pci.as_deref(), Some("0000:b3:00.0"));
+        assert_eq!(incs[0].first_line, 1);
+    }
+
+    #[test]
+    fn sxid_burst_is_one_incident_per_switch_and_number() {
+        // https://github.com/NVIDIA/nvtrust/issues/124
+        let text = "[   25.948274] nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Non-fatal, Link 00 Minion Link DLREQ interrupt
+[   25.950244] nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Severity 0 Engine instance 00 Sub-engine instance 00
+[   25.952303] nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Data {0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x80005302, 0x00000000, 0x00000000, 0x00000000, 0x00000000}
+[   25.955391] nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Non-fatal, Link 01 Minion Link DLREQ interrupt
+[   25.957361] nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Severity 0 Engine instance 01 Sub-engine instance 00
+[   25.962000] nvidia-nvswitch2: SXid (PCI:0000:03:00.0): 22013, Non-fatal, Link 05 Minion Link DLREQ interrupt
+";
+        let incs = run(text);
+        assert_eq!(incs.len(), 2, "{incs:#?}");
+        let i = &incs[0];
+        assert_eq!(i.kind, Kind::Sxid);
+        assert_eq!(i.sxid, Some(22013));
+        assert_eq!(i.xid, None);
+        assert_eq!(i.pci.as_deref(), Some("0000:02:00.0"));
+        assert_eq!(i.link, Some(0));
+        assert_eq!(i.blame, Blame::Hardware);
+        assert_eq!(i.category, "sxid_22013_minion_link_dlreq_interrupt");
+        assert_eq!(i.evidence_lines, 5);
+        assert!(i.hint.contains("no immediate action"), "{}", i.hint);
+        assert_eq!(incs[1].pci.as_deref(), Some("0000:03:00.0"));
+        assert_eq!(incs[1].link, Some(5));
+    }
+
+    #[test]
+    fn sxid_jsonl_has_sxid_and_null_xid() {
+        let incs = run("nvidia-nvswitch3: SXid (PCI:0000:c4:00.0): 12020, Fatal, Link 31 egress sequence ID error\n");
+        let v = serde_json::to_value(&incs[0]).unwrap();
+        assert_eq!(v["kind"], "sxid");
+        assert_eq!(v["sxid"], 12020);
+        assert!(v["xid"].is_null());
+        assert_eq!(v["link"], 31);
+        assert!(
+            incs[0].hint.contains("restart the host"),
+            "{}",
+            incs[0].hint
+        );
+    }
+
+    #[test]
+    fn gsp_timeouts_without_xid_group_per_gpu() {
+        // https://github.com/ublue-os/bazzite/issues/4449
+        let text = "Mar 21 21:42:01 kernel: NVRM: GPU0 _kgspIsHeartbeatTimedOut: Heartbeat timed out, currentTimeMs 322227881 heartbeat 0 heartbeatWithOffsetMs 318098841 diff 4129040 timeout 5200
+Mar 21 21:42:01 kernel: NVRM: GPU0 _kgspRpcRecvPoll: GSP RM heartbeat timed out
+Mar 21 21:43:01 kernel: NVRM: GPU1 _kgspRpcRecvPoll: GSP RM heartbeat timed out
+";
+        let incs = run(text);
+        assert_eq!(incs.len(), 2, "{incs:#?}");
+        assert_eq!(incs[0].kind, Kind::Xid);
+        assert_eq!(incs[0].category, "gsp_rpc_timeout");
+        assert_eq!(incs[0].xid, None);
+        assert_eq!(incs[0].blame, Blame::Driver);
+        assert_eq!(incs[0].evidence_lines, 2);
+    }
+
+    #[test]
+    fn nvlink_training_failure_is_a_hardware_incident() {
+        let incs = run("NVRM: GPU 0000:18:00.0: knvlinkCheckTrainingIsComplete: Timedout while checking to see if training complete!\n");
+        assert_eq!(incs.len(), 1);
+        assert_eq!(incs[0].category, "nvlink_training_failed");
+        assert_eq!(incs[0].pci.as_deref(), Some("0000:18:00.0"));
+        assert_eq!(incs[0].blame, Blame::Hardware);
+    }
+
+    #[test]
+    fn init_failure_joins_its_gpu_but_opens_nothing_alone() {
+        // https://github.com/NVIDIA/gpu-operator/issues/1146 (a corpus negative on its own).
+        let init = "NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72:1568)\nNVRM: GPU 0000:0a:00.0: rm_init_adapter failed, device minor number 5\n";
+        assert!(run(init).is_empty());
+        let text = format!("NVRM: Xid (PCI:0000:0a:00): 79, GPU has fallen off the bus.\n{init}");
+        let incs = run(&text);
+        assert_eq!(incs.len(), 1);
+        assert_eq!(incs[0].evidence_lines, 3);
+    }
+
+    #[test]
+    fn xid_154_takes_the_latest_action() {
+        let text = "NVRM: Xid (PCI:0000:97:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)
+NVRM: Xid (PCI:0000:97:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)
+";
+        let incs = run(text);
+        assert_eq!(incs.len(), 1);
+        assert!(incs[0].hint.contains("recovered"), "{}", incs[0].hint);
+    }
+
+    #[test]
+    fn nvlink5_burst_escalates_to_the_fatal_line() {
+        // https://github.com/leptonai/gpud/pull/1160
+        let text = "NVRM: Xid (PCI:0000:00:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x026001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)
+NVRM: Xid (PCI:0000:00:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x025001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)
+";
+        let incs = run(text);
+        assert_eq!(incs.len(), 1);
+        assert!(incs[0].hint.contains("RESET_GPU"), "{}", incs[0].hint);
+        assert!(incs[0].message.as_deref().unwrap().contains("0x025001c6"));
     }
 
     #[test]

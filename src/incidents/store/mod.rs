@@ -320,6 +320,8 @@ pub(crate) fn test_record() -> IncidentRecord {
             kind: Kind::Oom,
             category: "unknown".into(),
             xid: None,
+            sxid: None,
+            link: None,
             pci: None,
             pid: None,
             assertion: None,

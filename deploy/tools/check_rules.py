@@ -24,7 +24,7 @@ RUNBOOK_PREFIX = "https://github.com/assertwatch/assertwatch/blob/main/docs/runb
 # Alerts the daemon pushes to Alertmanager (not Prometheus rules); their
 # runbook_url anchors are the lower-cased alert names.
 PUSHED = ["CudaDeviceSideAssert", "CudaError", "CudaOutOfMemory", "NcclError",
-          "TrainingNumericError", "GpuXidApplication", "GpuXidHardware", "GpuXidDriver"]
+          "TrainingNumericError", "GpuXidApplication", "GpuXidHardware", "GpuXidDriver", "NvSwitchSxid"]
 
 
 def github_anchor(heading):

@@ -479,7 +479,7 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
         let kind = match r.kind.as_deref().map(Kind::parse) {
             Some(Some(k)) => k,
             other => {
-                iss.add(format!("{p}.kind"), format!("{:?} is not a kind; use one of device_assert, cuda_error, oom, nccl_error, numeric, xid", r.kind.as_deref().unwrap_or("")));
+                iss.add(format!("{p}.kind"), format!("{:?} is not a kind; use one of device_assert, cuda_error, oom, nccl_error, numeric, xid, sxid", r.kind.as_deref().unwrap_or("")));
                 let _ = other;
                 Kind::CudaError
             }

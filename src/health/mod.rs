@@ -7,7 +7,7 @@
 //!
 //! | evidence | state |
 //! |---|---|
-//! | an Xid whose catalog action takes the GPU out of service (reset, drain, reboot), fallen off the bus, a fatal SXid, NVML reporting the GPU lost | `unhealthy` |
+//! | an Xid whose decision takes the GPU out of service (reset, drain, reboot; the line decides for Xid 154 and NVLink5's 144–150), fallen off the bus, an SXid that takes the fabric out of service (for the NVSwitch), NVML reporting the GPU lost | `unhealthy` |
 //! | another hardware- or driver-class Xid | `degraded` (watch) |
 //! | application-class Xids (13, 31, 43, 45) on one GPU from [`REPEAT_PROCESSES`] different processes within [`REPEAT_WINDOW`] | `degraded`, reason "repeats across jobs": the signal that tells a bad GPU from bad code |
 //!
@@ -204,10 +204,27 @@ impl HealthModel {
                 }
             }
         }
+        let id = Some(rec.id).filter(|i| *i > 0);
+        let line = inc.message.as_deref().unwrap_or("");
+        if inc.kind == Kind::Sxid {
+            // An NVSwitch: tracked like a GPU, by its bus id. Its decision follows NVIDIA's
+            // NVSwitch catalog, or the line's own Fatal/Non-fatal where the catalog is silent.
+            let n = inc.sxid?;
+            let action = crate::detect::sxid::decide(n, crate::detect::sxid::severity_of(line));
+            if !action.takes_out_of_service() {
+                return None;
+            }
+            return self.set(
+                &key,
+                HealthState::Unhealthy,
+                format!("SXid {n}"),
+                id,
+                now_ms,
+            );
+        }
         if inc.kind != Kind::Xid {
             return None;
         }
-        let id = Some(rec.id).filter(|i| *i > 0);
         let Some(xid) = inc.xid else {
             // The driver's bus-loss wording without an Xid number.
             return (inc.category == "gpu_fallen_off_bus_no_xid").then(|| {
@@ -225,11 +242,25 @@ impl HealthModel {
             .get(&key)
             .map(Entry::state)
             .unwrap_or(HealthState::Healthy);
-        if xid_catalog::needs_drain(xid) {
+        let decision = xid_catalog::decide(xid, line);
+        if decision.out_of_service {
             return self.set(
                 &key,
                 HealthState::Unhealthy,
                 format!("Xid {xid}"),
+                id,
+                now_ms,
+            );
+        }
+        if xid == 154
+            && decision.action == xid_catalog::Action::Ignore
+            && current != HealthState::Healthy
+        {
+            // The driver changed the GPU's recovery action to "none": it recovered.
+            return self.set(
+                &key,
+                HealthState::Healthy,
+                "Xid 154: recovery action cleared".into(),
                 id,
                 now_ms,
             );
@@ -534,6 +565,33 @@ mod tests {
         assert_eq!(m.tick(quiet).len(), 1);
         let t = m2.observe_probe("00000000:3B:00.0", true, 5).unwrap();
         assert_eq!(t.gpu.reason.as_deref(), Some("CUDA probe passed"));
+    }
+
+    #[test]
+    fn the_line_decides_for_xid_154_and_a_fatal_sxid_takes_the_switch_out() {
+        let mut m = HealthModel::new();
+        let mut r = xid(154, "0000:3b:00", None, 1);
+        r.incident.message = Some("NVRM: Xid (PCI:0000:3b:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)".into());
+        assert_eq!(
+            m.observe_incident(&r, 0).unwrap().gpu.state,
+            HealthState::Unhealthy
+        );
+        r.incident.message = Some("NVRM: Xid (PCI:0000:3b:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)".into());
+        let t = m.observe_incident(&r, 5).unwrap();
+        assert_eq!(t.gpu.state, HealthState::Healthy);
+        let mut s = xid(0, "0000:05:00.0", None, 2);
+        s.incident.kind = Kind::Sxid;
+        s.incident.xid = None;
+        s.incident.sxid = Some(20034);
+        s.incident.message = Some(
+            "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 30 LTSSM Fault Up"
+                .into(),
+        );
+        let t = m.observe_incident(&s, 9).unwrap();
+        assert_eq!(
+            (t.gpu.state, t.gpu.reason.as_deref()),
+            (HealthState::Unhealthy, Some("SXid 20034"))
+        );
     }
 
     #[test]

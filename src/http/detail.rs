@@ -241,6 +241,10 @@ fn facts(h: &mut String, rec: &IncidentRecord) {
     if let Some(k) = &i.kernel_file {
         row(h, "kernel file", &code(k));
     }
+    if let Some(n) = i.sxid {
+        let link = i.link.map(|l| format!(", link {l}")).unwrap_or_default();
+        row(h, "NVSwitch", &format!("SXid {n}{link}"));
+    }
     if let (Some(b), Some(t)) = (&i.block, &i.thread) {
         row(
             h,

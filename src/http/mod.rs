@@ -177,7 +177,7 @@ async fn list(State(s): State<HttpState>, Query(q): Query<ListQuery>) -> Respons
     };
     if let Some(k) = &q.kind {
         if crate::model::Kind::parse(k).is_none() {
-            return bad_request(format!("kind: {k:?} is not one of device_assert, cuda_error, oom, nccl_error, numeric, xid"));
+            return bad_request(format!("kind: {k:?} is not one of device_assert, cuda_error, oom, nccl_error, numeric, xid, sxid"));
         }
     }
     let filter = ListFilter {

@@ -47,7 +47,11 @@ impl ReplaySink {
             return None;
         }
         let inc = &event.record.incident;
-        if inc.xid.is_some_and(xid_catalog::needs_drain) {
+        let line = inc.message.as_deref().unwrap_or("");
+        if inc
+            .xid
+            .is_some_and(|x| xid_catalog::decide(x, line).out_of_service)
+        {
             self.last_drain_xid = Some(Instant::now());
         }
         if !matches!(inc.kind, Kind::DeviceAssert | Kind::CudaError) {

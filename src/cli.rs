@@ -182,16 +182,9 @@ fn cmd_run(
     web_config: Option<PathBuf>,
 ) -> ExitCode {
     crate::logging::init(log_format == LogFormat::Json);
-    let cfg = match &config_path {
-        Some(p) => config::load(p),
-        None => config::default_config(),
-    };
-    let cfg = match cfg {
+    let cfg = match load_or_default(config_path.as_deref()) {
         Ok(c) => c,
-        Err(e) => {
-            print_config_error(&e);
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(code) => return code,
     };
     if let Some(w) = &web_config {
         if let Err(e) = assertwatch_web::validate_web_config_file(w) {
@@ -211,16 +204,9 @@ fn cmd_run(
 
 /// `assertwatch health`: reads the saved GPU health under the configured state_dir.
 fn cmd_health(config_path: Option<PathBuf>, format: HealthFormat) -> ExitCode {
-    let cfg = match &config_path {
-        Some(p) => config::load(p),
-        None => config::default_config(),
-    };
-    let cfg = match cfg {
+    let cfg = match load_or_default(config_path.as_deref()) {
         Ok(c) => c,
-        Err(e) => {
-            print_config_error(&e);
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(code) => return code,
     };
     let v = crate::health::check::check(&cfg.state_dir);
     match format {
@@ -238,6 +224,19 @@ fn cmd_health(config_path: Option<PathBuf>, format: HealthFormat) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+/// The configuration at `path`, or the embedded default; a bad one is printed (every issue)
+/// and becomes exit status 2.
+fn load_or_default(path: Option<&std::path::Path>) -> Result<config::Config, ExitCode> {
+    let cfg = match path {
+        Some(p) => config::load(p),
+        None => config::default_config(),
+    };
+    cfg.map_err(|e| {
+        print_config_error(&e);
+        ExitCode::from(EXIT_USAGE)
+    })
 }
 
 /// Prints each configuration issue on its own line.

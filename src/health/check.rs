@@ -47,8 +47,8 @@ pub fn check(state_dir: &Path) -> Verdict {
         Err(e) => Verdict {
             healthy: false,
             reason: format!(
-                "cannot read the GPU health state: {}",
-                crate::health::chain(&e)
+                "cannot read the GPU health state: {:#}",
+                anyhow::Error::from(e)
             ),
             gpus: Vec::new(),
         },

@@ -412,18 +412,6 @@ impl HealthModel {
     }
 }
 
-/// An error and its causes on one line (`a: b: c`).
-pub fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
-
 /// One line for `assertwatch health` and the Slurm drain reason: the worst GPU and why.
 pub fn summary(gpus: &[GpuHealth]) -> Option<String> {
     let worst = gpus

@@ -138,7 +138,7 @@ impl Scontrol for ScontrolCli {
             timeout: SCONTROL_TIMEOUT,
             grace: Duration::from_secs(2),
         };
-        let report = run(&spec).map_err(|e| crate::health::chain(&e))?;
+        let report = run(&spec).map_err(|e| format!("{:#}", anyhow::Error::from(e)))?;
         let out = std::fs::read_to_string(&spec.stdout_path).unwrap_or_default();
         match report.exit {
             Some(Exit::Code(0)) => Ok(out),

@@ -5,6 +5,7 @@
 //! problem at once, each naming its field path and YAML line. YAML parsing stays behind
 //! [`parse`], so the YAML crate can be swapped in one place.
 
+pub mod kubernetes;
 pub mod raw;
 pub mod validate;
 
@@ -123,6 +124,8 @@ pub struct ReproConfig {
     /// Interpreter that replaces `{python}` in a manifest's argv; `None`: the job's own.
     pub python: Option<PathBuf>,
     pub allow_root_jobs: bool,
+    /// `repro.kubernetes`: replays as pods.
+    pub kubernetes: kubernetes::ReproKubernetesConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -198,6 +201,8 @@ pub struct Config {
     pub expose_api: bool,
     pub max_series_per_family: usize,
     pub run_as: Option<RunAs>,
+    /// `kubernetes`: the API client, Events and the node condition.
+    pub kubernetes: kubernetes::KubernetesConfig,
 }
 
 /// The identity the daemon drops to (`run_as`).

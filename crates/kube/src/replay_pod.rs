@@ -439,15 +439,13 @@ pub fn replay_pod(
         }]),
         _ => None,
     };
-    let (pod_name, generate_name) = match &opts.incident_id {
-        Some(id) => (Some(replay_pod_name(id, mode)), None),
-        None => (None, Some("assertwatch-replay-".to_owned())),
-    };
+    // A fixed name (not generateName): a retried create meets 409 instead of starting a second
+    // replay, and the printed pod can be given to `kubectl apply` as it is.
+    let pod_name = replay_pod_name(opts.incident_id.as_deref().unwrap_or(name), mode);
 
     Ok(Pod {
         metadata: ObjectMeta {
-            name: pod_name,
-            generate_name,
+            name: Some(pod_name),
             namespace: Some(namespace.to_owned()),
             labels: Some(labels),
             annotations: Some(annotations),
@@ -489,8 +487,8 @@ pub fn dropped_privileges(replay: &Pod) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Name of the replay pod of incident `id` in `mode`: stable, so a retried create meets a 409
-/// instead of starting a second replay. A DNS-1123 label (at most 63 characters).
+/// Name of the replay pod of incident (or, without one, failing pod) `id` in `mode`. A DNS-1123
+/// label (at most 63 characters).
 pub fn replay_pod_name(id: &str, mode: Mode) -> String {
     let mut s: String = id
         .chars()

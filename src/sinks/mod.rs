@@ -10,6 +10,7 @@
 //! what they may send back (a replay result) goes through a channel they were given.
 
 pub mod alertmanager;
+pub mod kube_events;
 pub mod metrics;
 pub mod probe;
 pub mod repro;

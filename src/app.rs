@@ -267,6 +267,11 @@ pub async fn run(cfg: Config, opts: RunOptions) -> anyhow::Result<Exit> {
     } else {
         None
     };
+    // Kubernetes Events and the GPU node condition (`kubernetes:`). The GPU health model
+    // reports recoveries through the returned handle; until it does, the condition stays set.
+    let _gpu_recovery = sinks::kube_events::add_kube_sinks(&mut sinks, &cfg, &metrics.registry)
+        .await
+        .context("starting the Kubernetes sinks")?;
     if let Some(hook) = extra_sinks {
         hook(&mut sinks);
     }

@@ -317,6 +317,62 @@ impl<A: KubeApi> IncidentSink for KubeEventsSink<A> {
     }
 }
 
+/// Adds the Kubernetes sinks the configuration enables (`kubernetes.enabled` with `events`
+/// and/or `node_condition`) and registers their metrics. Returns the hook through which GPU
+/// health recovery clears the node condition, when that sink runs.
+pub async fn add_kube_sinks(
+    sinks: &mut super::Sinks,
+    cfg: &crate::config::Config,
+    registry: &prometheus::Registry,
+) -> anyhow::Result<Option<super::node_condition::RecoveryHandle>> {
+    use anyhow::Context;
+    let k = &cfg.kubernetes;
+    if !k.enabled || !(k.events || k.node_condition) {
+        return Ok(None);
+    }
+    let requests = assertwatch_kube::api::requests_counter()?;
+    registry.register(Box::new(requests.clone()))?;
+    let api = Arc::new(
+        assertwatch_kube::KubeClient::connect(
+            k.kubeconfig.as_deref(),
+            assertwatch_kube::CallPolicy {
+                timeout: k.request_timeout,
+                retries: k.retries,
+                ..Default::default()
+            },
+            requests,
+        )
+        .await
+        .context("connecting to the Kubernetes API (kubernetes.enabled)")?,
+    );
+    if k.events {
+        let results = events_counter()?;
+        registry.register(Box::new(results.clone()))?;
+        sinks.add(
+            KubeEventsSink::new(
+                api.clone(),
+                &cfg.node_name,
+                k.events_per_pod_per_hour,
+                results,
+            ),
+            super::DEFAULT_QUEUE,
+        );
+    }
+    if k.node_condition {
+        let results = super::node_condition::condition_counter()?;
+        registry.register(Box::new(results.clone()))?;
+        let (sink, recovery) = super::node_condition::NodeConditionSink::new(
+            api,
+            &cfg.node_name,
+            &k.node_condition_type,
+            results,
+        );
+        sinks.add(sink, super::DEFAULT_QUEUE);
+        return Ok(Some(recovery));
+    }
+    Ok(None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

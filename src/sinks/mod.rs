@@ -12,6 +12,7 @@
 pub mod alertmanager;
 pub mod kube_events;
 pub mod metrics;
+pub mod node_condition;
 pub mod probe;
 pub mod repro;
 

@@ -31,6 +31,8 @@ pub enum ApiError {
     Status { code: u16, message: String },
     #[error("request failed: {0}")]
     Transport(String),
+    #[error("cannot configure the client: {0}")]
+    Config(String),
 }
 
 impl ApiError {
@@ -44,6 +46,7 @@ impl ApiError {
             ApiError::Timeout(_) => "timeout",
             ApiError::Status { .. } => "error",
             ApiError::Transport(_) => "transport",
+            ApiError::Config(_) => "config",
         }
     }
 
@@ -52,7 +55,10 @@ impl ApiError {
         match self {
             ApiError::Timeout(_) | ApiError::Transport(_) | ApiError::Conflict(_) => true,
             ApiError::Status { code, .. } => *code == 429 || *code >= 500,
-            ApiError::Forbidden(_) | ApiError::NotFound(_) | ApiError::Gone(_) => false,
+            ApiError::Forbidden(_)
+            | ApiError::NotFound(_)
+            | ApiError::Gone(_)
+            | ApiError::Config(_) => false,
         }
     }
 
@@ -159,15 +165,14 @@ impl KubeClient {
         let config = match kubeconfig {
             Some(path) => {
                 let kc = kube::config::Kubeconfig::read_from(path)
-                    .map_err(|e| ApiError::Transport(format!("{}: {e}", path.display())))?;
+                    .map_err(|e| ApiError::Config(format!("{}: {e}", path.display())))?;
                 kube::Config::from_custom_kubeconfig(kc, &Default::default())
                     .await
-                    .map_err(|e| ApiError::Transport(e.to_string()))?
+                    .map_err(|e| ApiError::Config(e.to_string()))?
             }
-            None => kube::Config::incluster().map_err(|e| ApiError::Transport(e.to_string()))?,
+            None => kube::Config::incluster().map_err(|e| ApiError::Config(e.to_string()))?,
         };
-        let client =
-            kube::Client::try_from(config).map_err(|e| ApiError::Transport(e.to_string()))?;
+        let client = kube::Client::try_from(config).map_err(|e| ApiError::Config(e.to_string()))?;
         Ok(KubeClient::new(client, policy, requests))
     }
 

@@ -7,9 +7,11 @@
 //! counted so a missing permission shows on the metrics page. Every outcome is counted in
 //! `assertwatch_kube_requests_total{request, result}`.
 
-use k8s_openapi::api::core::v1::{Node, NodeCondition};
+use futures_util::stream::BoxStream;
+use futures_util::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod};
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, LogParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::Api;
 use std::future::Future;
 use std::time::Duration;
@@ -100,6 +102,42 @@ pub trait KubeApi: Send + Sync + 'static {
         &self,
         node: &str,
         condition: &NodeCondition,
+    ) -> impl Future<Output = Result<(), ApiError>> + Send;
+
+    /// `POST /api/v1/namespaces/{ns}/pods`. A 409 (the pod exists: a retried or repeated
+    /// replay) is returned as [`ApiError::Conflict`] for the caller to adopt the pod.
+    fn create_pod(&self, pod: &Pod) -> impl Future<Output = Result<(), ApiError>> + Send;
+
+    /// `GET /api/v1/namespaces/{ns}/pods/{name}`.
+    fn get_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> impl Future<Output = Result<Pod, ApiError>> + Send;
+
+    /// A watch of one pod from `resource_version`: each change as it happens. A watch the
+    /// server closed ends the stream; an expired resource version yields [`ApiError::Gone`].
+    fn watch_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        resource_version: &str,
+    ) -> impl Future<Output = Result<BoxStream<'static, Result<Pod, ApiError>>, ApiError>> + Send;
+
+    /// The last `tail_lines` lines of `container`'s log.
+    fn pod_log(
+        &self,
+        namespace: &str,
+        name: &str,
+        container: &str,
+        tail_lines: i64,
+    ) -> impl Future<Output = Result<String, ApiError>> + Send;
+
+    /// `DELETE …/pods/{name}`; a pod already gone is success.
+    fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
     ) -> impl Future<Output = Result<(), ApiError>> + Send;
 }
 
@@ -262,6 +300,75 @@ impl KubeApi for KubeClient {
         })
         .await
         .map(|_| ())
+    }
+
+    async fn create_pod(&self, pod: &Pod) -> Result<(), ApiError> {
+        let ns = pod.metadata.namespace.clone().unwrap_or_default();
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
+        let pp = PostParams::default();
+        self.call("create_pod", false, || api.create(&pp, pod))
+            .await
+            .map(|_| ())
+    }
+
+    async fn get_pod(&self, namespace: &str, name: &str) -> Result<Pod, ApiError> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        self.call("get_pod", false, || api.get(name)).await
+    }
+
+    async fn watch_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        resource_version: &str,
+    ) -> Result<BoxStream<'static, Result<Pod, ApiError>>, ApiError> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let wp = WatchParams::default()
+            .fields(&format!("metadata.name={name}"))
+            .timeout(290);
+        let stream = self
+            .call("watch_pod", false, || api.watch(&wp, resource_version))
+            .await?;
+        Ok(stream
+            .map_err(ApiError::from_kube)
+            .try_filter_map(|ev| async move {
+                match ev {
+                    WatchEvent::Added(p) | WatchEvent::Modified(p) | WatchEvent::Deleted(p) => {
+                        Ok(Some(p))
+                    }
+                    WatchEvent::Bookmark(_) => Ok(None),
+                    WatchEvent::Error(e) => Err(ApiError::from_kube(kube::Error::Api(e))),
+                }
+            })
+            .boxed())
+    }
+
+    async fn pod_log(
+        &self,
+        namespace: &str,
+        name: &str,
+        container: &str,
+        tail_lines: i64,
+    ) -> Result<String, ApiError> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let lp = LogParams {
+            container: Some(container.to_owned()),
+            tail_lines: Some(tail_lines),
+            ..Default::default()
+        };
+        self.call("pod_log", false, || api.logs(name, &lp)).await
+    }
+
+    async fn delete_pod(&self, namespace: &str, name: &str) -> Result<(), ApiError> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        let dp = DeleteParams::background();
+        match self
+            .call("delete_pod", false, || api.delete(name, &dp))
+            .await
+        {
+            Ok(_) | Err(ApiError::NotFound(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 }
 

@@ -9,6 +9,7 @@ pub mod api;
 pub mod events;
 pub mod input;
 pub mod replay_pod;
+pub mod run;
 
 pub use api::{ApiError, CallPolicy, KubeApi, KubeClient};
 pub use input::{parse_pod, InputError};

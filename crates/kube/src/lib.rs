@@ -8,6 +8,7 @@
 pub mod api;
 pub mod events;
 pub mod input;
+pub mod pods;
 pub mod replay_pod;
 pub mod run;
 

@@ -288,6 +288,14 @@ pub async fn run(cfg: Config, opts: RunOptions) -> anyhow::Result<Exit> {
     } else {
         None
     };
+    // Kubernetes Events and the GPU node condition (`kubernetes:`). The condition clears when
+    // the GPU health model says the GPU recovered, never on a timer.
+    let recovery = sinks::kube_events::add_kube_sinks(&mut sinks, &cfg, &metrics.registry)
+        .await
+        .context("starting the Kubernetes sinks")?;
+    if let Some(handle) = recovery {
+        sinks::node_condition::follow_health(handle, health_rx.clone());
+    }
     if let Some(hook) = extra_sinks {
         hook(&mut sinks);
     }

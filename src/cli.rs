@@ -87,6 +87,11 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = FormatArg::Text)]
         format: FormatArg,
     },
+    /// Kubernetes: see what the daemon would create.
+    Kube {
+        #[command(subcommand)]
+        command: KubeCommand,
+    },
     /// Show NVIDIA's catalog entry for an Xid and what to do about it.
     ExplainXid {
         xid: u32,
@@ -105,6 +110,45 @@ pub enum Command {
 pub enum HealthFormat {
     Text,
     Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KubeCommand {
+    /// Print the Pod that would replay a recorded step of a failing pod's container, or exit 2
+    /// naming why it would be refused. Dropped privileges are listed on stderr.
+    ReplayPod {
+        /// The failing Pod as the API returns it (JSON or YAML, with status); `-` reads stdin.
+        #[arg(long)]
+        pod: PathBuf,
+        #[arg(long)]
+        container: String,
+        /// The step's manifest.json as the job saw it (inside the container).
+        #[arg(long)]
+        manifest_path: PathBuf,
+        #[arg(long, value_enum)]
+        mode: ModeArg,
+        /// Pin to this node instead of the pod's spec.nodeName.
+        #[arg(long)]
+        node: Option<String>,
+        /// The replay pod's activeDeadlineSeconds (default from config, else 10m).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        timeout: Option<std::time::Duration>,
+        #[arg(long, value_enum, default_value_t = PodFormat::Yaml)]
+        format: PodFormat,
+        /// Take the namespace allow-list and sizes from this configuration's `repro.kubernetes`
+        /// (without it every namespace is allowed: this command only prints).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Incident id: labels and names the pod.
+        #[arg(long)]
+        incident: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum PodFormat {
+    Json,
+    Yaml,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -161,6 +205,30 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::ExplainXid { xid, format } => cmd_explain(xid, format),
         Command::Health { config, format } => cmd_health(config, format),
         Command::ExplainSxid { sxid, format } => cmd_explain_sxid(sxid, format),
+        Command::Kube {
+            command:
+                KubeCommand::ReplayPod {
+                    pod,
+                    container,
+                    manifest_path,
+                    mode,
+                    node,
+                    timeout,
+                    format,
+                    config,
+                    incident,
+                },
+        } => cmd_kube_replay_pod(KubeReplayPodArgs {
+            pod,
+            container,
+            manifest_path,
+            mode: mode.into(),
+            node,
+            timeout,
+            format,
+            config,
+            incident,
+        }),
         Command::Probe {
             gpu,
             timeout,
@@ -553,5 +621,102 @@ fn cmd_replay(
     match value["outcome"].as_str() {
         Some("harness_error") => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
+    }
+}
+
+impl From<ModeArg> for assertwatch_repro::Mode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::SyncGpu => assertwatch_repro::Mode::SyncGpu,
+            ModeArg::Cpu => assertwatch_repro::Mode::Cpu,
+            ModeArg::Sanitizer => assertwatch_repro::Mode::Sanitizer,
+        }
+    }
+}
+
+struct KubeReplayPodArgs {
+    pod: PathBuf,
+    container: String,
+    manifest_path: PathBuf,
+    mode: assertwatch_repro::Mode,
+    node: Option<String>,
+    timeout: Option<std::time::Duration>,
+    format: PodFormat,
+    config: Option<PathBuf>,
+    incident: Option<String>,
+}
+
+/// `assertwatch kube replay-pod`: the replay pod the daemon would create, exit 2 on a refusal.
+fn cmd_kube_replay_pod(a: KubeReplayPodArgs) -> ExitCode {
+    use std::io::Read;
+    let mut opts = match &a.config {
+        Some(p) => match config::load(p) {
+            Ok(c) => c.repro.kubernetes.replay_options(),
+            Err(e) => {
+                print_config_error(&e);
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        None => assertwatch_kube::ReplayPodOptions {
+            namespaces: vec!["*".to_owned()],
+            ..Default::default()
+        },
+    };
+    opts.node = a.node;
+    opts.incident_id = a.incident;
+    if let Some(t) = a.timeout {
+        opts.deadline = t;
+    }
+    let text = if a.pod.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).map(|_| s)
+    } else {
+        std::fs::read_to_string(&a.pod)
+    };
+    let text = match text {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("assertwatch: cannot read {}: {e}", a.pod.display());
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let failing = match assertwatch_kube::parse_pod(&text) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("assertwatch: refused (bad_input): {}: {e}", a.pod.display());
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let replay =
+        match assertwatch_kube::replay_pod(&failing, &a.container, &a.manifest_path, a.mode, &opts)
+        {
+            Ok(p) => p,
+            Err(r) => {
+                eprintln!("assertwatch: refused ({}): {r}", r.reason());
+                return ExitCode::from(EXIT_USAGE);
+            }
+        };
+    let dropped = assertwatch_kube::replay_pod::dropped_privileges(&replay);
+    if !dropped.is_empty() {
+        eprintln!(
+            "assertwatch: not carried into the replay (the failing pod had them): {}",
+            dropped.join(", ")
+        );
+    }
+    let out = match a.format {
+        PodFormat::Json => serde_json::to_string_pretty(&replay)
+            .map(|s| s + "\n")
+            .map_err(|e| e.to_string()),
+        PodFormat::Yaml => serde_yaml::to_string(&replay).map_err(|e| e.to_string()),
+    };
+    match out {
+        Ok(s) => {
+            print!("{s}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("assertwatch: cannot write the pod: {e}");
+            ExitCode::from(1)
+        }
     }
 }

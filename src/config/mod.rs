@@ -5,6 +5,7 @@
 //! problem at once, each naming its field path and YAML line. YAML parsing stays behind
 //! [`parse`], so the YAML crate can be swapped in one place.
 
+pub mod kubernetes;
 pub mod raw;
 pub mod slurm;
 pub mod validate;
@@ -124,6 +125,8 @@ pub struct ReproConfig {
     /// Interpreter that replaces `{python}` in a manifest's argv; `None`: the job's own.
     pub python: Option<PathBuf>,
     pub allow_root_jobs: bool,
+    /// `repro.kubernetes`: replays as pods.
+    pub kubernetes: kubernetes::ReproKubernetesConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -201,6 +204,8 @@ pub struct Config {
     pub run_as: Option<RunAs>,
     /// The `slurm:` section (attribution patterns always apply; node state only when enabled).
     pub slurm: slurm::SlurmConfig,
+    /// `kubernetes`: the API client, Events and the node condition.
+    pub kubernetes: kubernetes::KubernetesConfig,
 }
 
 /// The identity the daemon drops to (`run_as`).

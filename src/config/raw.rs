@@ -26,6 +26,8 @@ pub struct RawConfig {
     /// Drop to this user (`name` or `uid:gid`) once the kernel log and the listener are open.
     pub run_as: Option<String>,
     pub slurm: Option<super::slurm::RawSlurm>,
+    /// The Kubernetes API client and what it feeds (see `kubernetes.rs`).
+    pub kubernetes: Option<super::kubernetes::RawKubernetes>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -86,6 +88,8 @@ pub struct RawRepro {
     /// Replay jobs whose debug state is owned by root (uid 0). Off by default: a replay then
     /// runs as root. Only for single-user machines and tests.
     pub allow_root_jobs: Option<bool>,
+    /// Replays as pods in the job's own environment (see `kubernetes.rs`).
+    pub kubernetes: Option<super::kubernetes::RawReproKubernetes>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -345,7 +345,19 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
         max_concurrent: None,
         python: None,
         allow_root_jobs: None,
+        kubernetes: None,
     });
+    let mut kube_problems = Vec::new();
+    let kubernetes_cfg =
+        super::kubernetes::validate_kubernetes(raw.kubernetes, base, &mut kube_problems);
+    let repro_kubernetes = super::kubernetes::validate_repro_kubernetes(
+        r.kubernetes,
+        kubernetes_cfg.enabled,
+        &mut kube_problems,
+    );
+    for (path, message) in kube_problems {
+        iss.add(path, message);
+    }
     let modes = if r.modes.is_empty() {
         repro_defaults::DEFAULT_MODES.to_vec()
     } else {
@@ -377,6 +389,7 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
             .max(1),
         python: r.python.as_deref().map(|p| resolve(base, p)),
         allow_root_jobs: r.allow_root_jobs.unwrap_or(false),
+        kubernetes: repro_kubernetes,
     };
 
     let alertmanager = raw.alertmanager.map(|a| {
@@ -707,6 +720,7 @@ pub fn validate(raw: RawConfig, text: &str, base: &Path) -> Result<Config, Vec<C
         expose_api: raw.http.and_then(|h| h.expose_api).unwrap_or(false),
         max_series_per_family,
         run_as,
+        kubernetes: kubernetes_cfg,
         listen,
         state_dir,
         node_name,

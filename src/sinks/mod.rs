@@ -10,7 +10,9 @@
 //! what they may send back (a replay result) goes through a channel they were given.
 
 pub mod alertmanager;
+pub mod kube_events;
 pub mod metrics;
+pub mod node_condition;
 pub mod probe;
 pub mod repro;
 pub mod slurm;

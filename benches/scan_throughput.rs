@@ -5,7 +5,9 @@
 //! lines), then times `assertwatch scan --format jsonl` (full detection, grouping and
 //! classification, single-threaded), `rg -c -f pats.txt` and `mtail --one_shot` with the
 //! research programs. Prints MiB/s per tool and the ratios. `cargo bench --bench scan_throughput`;
-//! `ASSERTWATCH_BENCH_SIZES_MIB=256,1024` picks the sizes (default 256,1024).
+//! `ASSERTWATCH_BENCH_SIZES_MIB=256,1024` picks the sizes (default 256,1024);
+//! `ASSERTWATCH_BENCH_BASELINE=/path/to/assertwatch` also times another build (an earlier
+//! release, say) on the same logs in the same run, for before/after figures.
 
 // The benchmark runs the real binary and its peers; the ban on Command::new guards the daemon.
 #![allow(clippy::disallowed_methods)]
@@ -88,6 +90,23 @@ fn main() {
             "assertwatch scan (full classify)",
             mibs(ours_s)
         );
+        if let Some(base) = std::env::var_os("ASSERTWATCH_BENCH_BASELINE") {
+            let base = PathBuf::from(base);
+            match time_best(3, || {
+                let mut c = Command::new(&base);
+                c.args(["scan", "--format", "jsonl"]).arg(&log);
+                c
+            }) {
+                Some((s, out)) => println!(
+                    "{mib:>6}MiB  {:<34} {s:>9.3} {:>10.0}  {} incidents; this build takes {:.2}x its time",
+                    "baseline build (same command)",
+                    mibs(s),
+                    out.lines().count(),
+                    ours_s / s
+                ),
+                None => println!("{mib:>6}MiB  baseline {} failed", base.display()),
+            }
+        }
         let rg = which("rg").and_then(|rg| {
             time_best(3, || {
                 let mut c = Command::new(&rg);

@@ -6,6 +6,13 @@
 //! materialised and inspected. Formats that wrap each line (CRI, Docker JSON, kmsg records) are
 //! decoded line by line first.
 //!
+//! Hard-wrapped text (a terminal or log viewer that broke lines at 80–140 columns, copied into
+//! a report) can cut a literal in two. A line that is inspected is therefore also tried joined
+//! with the line before and the line after it — past up to [`LOOKAROUND`] lines of other ranks,
+//! and without the `[rankN]:` prefix of the continuation — and the join wins when a detail
+//! literal spans the break and the joined text says more than the line alone. Only the plain-text
+//! fast path has neighbours at hand; wrapped container formats are not terminal output.
+//!
 //! Over-long lines are cut before they get here, by the one bounded reader of the tail crate
 //! (the tailer's pass, or [`assertwatch_tail::ChunkReader`]): a chunk marked `truncated` is one cut
 //! line, and any other chunk holds no line longer than `max_line`. The scanner only counts the
@@ -15,7 +22,149 @@
 use super::decode::{Decoder, Format};
 use super::reader::Chunk;
 use crate::detect::DetectorSet;
-use crate::model::Finding;
+use crate::model::{Evidence, Finding};
+
+/// Lines looked at past other ranks' lines for the other piece of a wrapped line.
+const LOOKAROUND: usize = 4;
+/// A piece that a hard wrap cut is at least this long (wraps happen at 80 columns or more).
+const WRAP_MIN: usize = 72;
+/// Longest line considered as one piece of a wrapped line.
+const PIECE_MAX: usize = 1024;
+
+/// The lines around an inspected line, where the scanner has them.
+#[derive(Debug, Default, Clone, Copy)]
+struct Around<'a> {
+    /// The closest earlier line (of the same rank, when the line has a rank prefix).
+    prev: Option<&'a [u8]>,
+    /// The closest later line (likewise).
+    next: Option<&'a [u8]>,
+}
+
+/// The `[rank3]:` / `[default3]:` prefix that torchrun and PyTorch put before each line of a
+/// rank's output, if `line` starts with one.
+fn rank_prefix(line: &[u8]) -> Option<&[u8]> {
+    let rest = line.strip_prefix(b"[")?;
+    let rest = rest
+        .strip_prefix(b"rank")
+        .or_else(|| rest.strip_prefix(b"default"))?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 6 || rest.get(digits..digits + 2) != Some(b"]:".as_slice()) {
+        return None;
+    }
+    Some(&line[..line.len() - rest.len() + digits + 2])
+}
+
+fn trim_cr(l: &[u8]) -> &[u8] {
+    l.strip_suffix(b"\r").unwrap_or(l)
+}
+
+/// The line after `[.., le)` in `data` that may continue it: the next line, or with a rank
+/// prefix the next line of the same rank within [`LOOKAROUND`] lines.
+fn next_piece<'a>(data: &'a [u8], le: usize, prefix: Option<&[u8]>) -> Option<&'a [u8]> {
+    let mut pos = le + 1;
+    for _ in 0..LOOKAROUND {
+        if pos >= data.len() {
+            return None;
+        }
+        let e = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
+        let l = trim_cr(&data[pos..e]);
+        match prefix {
+            None => return Some(l),
+            Some(p) if l.starts_with(p) => return Some(l),
+            Some(_) => pos = e + 1,
+        }
+    }
+    None
+}
+
+/// The line before `[ls, ..)` in `data` that it may continue (see [`next_piece`]); `carry` is
+/// the last line of the previous chunk.
+fn prev_piece<'a>(
+    data: &'a [u8],
+    ls: usize,
+    prefix: Option<&[u8]>,
+    carry: &'a [u8],
+) -> Option<&'a [u8]> {
+    let mut end = ls;
+    for _ in 0..LOOKAROUND {
+        if end == 0 {
+            let ok = !carry.is_empty() && prefix.is_none_or(|p| carry.starts_with(p));
+            return ok.then_some(carry);
+        }
+        let e = end - 1;
+        let s = memchr::memrchr(b'\n', &data[..e]).map_or(0, |i| i + 1);
+        let l = trim_cr(&data[s..e]);
+        match prefix {
+            None => return Some(l),
+            Some(p) if l.starts_with(p) => return Some(l),
+            Some(_) => end = s,
+        }
+    }
+    None
+}
+
+/// `first` followed by `second` without the rank prefix they share.
+fn join_pieces(first: &[u8], second: &[u8]) -> String {
+    let second = match rank_prefix(first) {
+        Some(p) => second.strip_prefix(p).unwrap_or(second),
+        None => second,
+    };
+    let mut b = Vec::with_capacity(first.len() + second.len());
+    b.extend_from_slice(first);
+    b.extend_from_slice(second);
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+/// The line joined with a neighbour when that recovers a literal a hard wrap cut, and the
+/// evidence of the join; `None` when the line alone says as much.
+fn best_join(
+    det: &DetectorSet,
+    text: &str,
+    alone: Option<&Evidence>,
+    around: Around<'_>,
+) -> Option<(String, Evidence)> {
+    let base = alone.map_or(0, |e| det.strength(e));
+    let line = text.as_bytes();
+    if line.len() > PIECE_MAX {
+        return None;
+    }
+    let mut best: Option<(String, Evidence, u8)> = None;
+    let mut consider = |joined: String, at: usize| {
+        if !det.literal_spans(&joined, at) {
+            return;
+        }
+        if let Some(ev) = det.inspect(&joined) {
+            let s = det.strength(&ev);
+            if s > base && best.as_ref().is_none_or(|b| s > b.2) {
+                best = Some((joined, ev, s));
+            }
+        }
+    };
+    if let Some(n) = around.next.filter(|n| n.len() <= PIECE_MAX) {
+        if line.len() >= WRAP_MIN {
+            let at = line.len();
+            consider(join_pieces(line, n), at);
+        }
+    }
+    if let Some(p) = around
+        .prev
+        .filter(|p| p.len() >= WRAP_MIN && p.len() <= PIECE_MAX)
+    {
+        let joined = join_pieces(p, line);
+        let at = p.len();
+        if let Some(n) = around.next.filter(|n| n.len() <= PIECE_MAX) {
+            if line.len() >= WRAP_MIN {
+                // A line cut in three: the middle piece joins both neighbours.
+                let both = join_pieces(joined.as_bytes(), n);
+                if det.literal_spans(&both, joined.len()) || det.literal_spans(&both, at) {
+                    consider(both, at);
+                }
+            }
+        }
+        consider(joined, at);
+    }
+    best.map(|(t, e, _)| (t, e))
+}
 
 /// Counters of one stream's scanner.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +187,8 @@ pub struct StreamScanner {
     /// `lines - joined` is the logical position the grouping windows use.
     joined: u64,
     stats: ScanStats,
+    /// The last line of the previous plain-text chunk (bounded), for joining wrapped lines.
+    carry: Vec<u8>,
 }
 
 impl StreamScanner {
@@ -49,6 +200,7 @@ impl StreamScanner {
             follow: 0,
             joined: 0,
             stats: ScanStats::default(),
+            carry: Vec::new(),
         }
     }
 
@@ -97,7 +249,18 @@ impl StreamScanner {
     pub fn finish(&mut self, det: &DetectorSet, at_ms: u64, out: &mut Vec<Finding>) {
         for l in self.decoder.finish() {
             let seq = self.lines.saturating_sub(self.joined) + 1;
-            self.inspect(&l.text, l.first_line, seq, l.offset, det, at_ms, out, true);
+            self.inspect(
+                &l.text,
+                l.first_line,
+                seq,
+                l.offset,
+                det,
+                at_ms,
+                out,
+                true,
+                None,
+                Around::default(),
+            );
         }
     }
 
@@ -150,7 +313,18 @@ impl StreamScanner {
         match self.decoder.push(raw, line_no, offset) {
             Some(l) => {
                 let seq = line_no - self.joined;
-                self.inspect(&l.text, l.first_line, seq, l.offset, det, at_ms, out, false);
+                self.inspect(
+                    &l.text,
+                    l.first_line,
+                    seq,
+                    l.offset,
+                    det,
+                    at_ms,
+                    out,
+                    false,
+                    None,
+                    Around::default(),
+                );
             }
             None => self.joined += 1,
         }
@@ -168,9 +342,22 @@ impl StreamScanner {
         out: &mut Vec<Finding>,
     ) {
         self.lines = self.lines.max(line);
-        self.inspect(text, line, line, offset, det, at_ms, out, false);
+        self.inspect(
+            text,
+            line,
+            line,
+            offset,
+            det,
+            at_ms,
+            out,
+            false,
+            None,
+            Around::default(),
+        );
     }
 
+    /// Inspects one line: when it passes the gate (`gated`, or the gate run here when `None`), is
+    /// forced, or lies in the follow window of an earlier finding.
     #[allow(clippy::too_many_arguments)]
     fn inspect(
         &mut self,
@@ -182,24 +369,32 @@ impl StreamScanner {
         at_ms: u64,
         out: &mut Vec<Finding>,
         force: bool,
+        gated: Option<bool>,
+        around: Around<'_>,
     ) {
-        let gated = det.gate_matches(text.as_bytes());
+        let gated = gated.unwrap_or_else(|| det.gate_matches(text.as_bytes()));
         if !(gated || force || self.follow > 0) {
             return;
         }
-        if gated {
-            self.follow = det.options().follow_lines;
-        } else {
-            self.follow = self.follow.saturating_sub(1);
-        }
-        if let Some(ev) = det.inspect(text) {
+        self.follow = self.follow.saturating_sub(1);
+        let alone = det.inspect(text);
+        let found = match best_join(det, text, alone.as_ref(), around) {
+            Some((joined, ev)) => Some((joined, ev)),
+            None => alone.map(|ev| (text.to_owned(), ev)),
+        };
+        if let Some((text, evidence)) = found {
+            // A gate hit that a detail literal confirms opens the follow window; an anchor alone
+            // (a false candidate) costs this one inspection and nothing more.
+            if gated {
+                self.follow = det.options().follow_lines;
+            }
             out.push(Finding {
                 line: line_no,
                 seq,
                 offset: Some(offset),
                 at_ms,
-                text: text.to_owned(),
-                evidence: ev,
+                text,
+                evidence,
             });
         }
     }
@@ -208,13 +403,18 @@ impl StreamScanner {
         let data = chunk.data;
         let mut counted = 0usize;
         let mut pos = 0usize;
+        let carry = std::mem::take(&mut self.carry);
         while pos < data.len() {
-            let ls = if self.follow > 0 {
-                pos
+            // A line found by the gate search is known to pass the gate: no second gate run.
+            let (ls, gated) = if self.follow > 0 {
+                (pos, None)
             } else {
                 match det.next_gate_hit(data, pos) {
                     None => break,
-                    Some(p) => memchr::memrchr(b'\n', &data[pos..p]).map_or(pos, |i| pos + i + 1),
+                    Some(p) => (
+                        memchr::memrchr(b'\n', &data[pos..p]).map_or(pos, |i| pos + i + 1),
+                        Some(true),
+                    ),
                 }
             };
             let le = memchr::memchr(b'\n', &data[ls..]).map_or(data.len(), |i| ls + i);
@@ -229,6 +429,11 @@ impl StreamScanner {
             }
             let text = String::from_utf8_lossy(raw);
             let seq = line_no - self.joined;
+            let prefix = rank_prefix(raw);
+            let around = Around {
+                prev: prev_piece(data, ls, prefix, &carry),
+                next: next_piece(data, le, prefix),
+            };
             self.inspect(
                 &text,
                 line_no,
@@ -238,6 +443,8 @@ impl StreamScanner {
                 at_ms,
                 out,
                 false,
+                gated,
+                around,
             );
             if le < data.len() {
                 self.lines += 1;
@@ -255,6 +462,16 @@ impl StreamScanner {
             self.lines += bytecount::count(tail, b'\n') as u64;
             if chunk.unterminated && tail.last() != Some(&b'\n') {
                 self.lines += 1;
+            }
+        }
+        // Keep the chunk's last complete line for a wrapped line that continues in the next.
+        self.carry = carry;
+        self.carry.clear();
+        if let Some(body) = data.strip_suffix(b"\n") {
+            let s = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
+            let last = trim_cr(&body[s..]);
+            if last.len() <= PIECE_MAX {
+                self.carry.extend_from_slice(last);
             }
         }
     }

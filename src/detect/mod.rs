@@ -7,6 +7,7 @@
 //! which finds every detailed literal on that line and runs the regexes of the families they
 //! belong to, in a fixed precedence order.
 
+pub mod elastic;
 pub mod kernel_assert;
 pub mod numeric;
 pub mod rules;

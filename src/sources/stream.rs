@@ -36,6 +36,8 @@ const PIECE_MAX: usize = 1024;
 struct Around<'a> {
     /// The closest earlier line (of the same rank, when the line has a rank prefix).
     prev: Option<&'a [u8]>,
+    /// The line before `prev` that `prev` may continue (a line cut in three or more).
+    prev2: Option<&'a [u8]>,
     /// The closest later line (likewise).
     next: Option<&'a [u8]>,
 }
@@ -58,6 +60,16 @@ fn trim_cr(l: &[u8]) -> &[u8] {
     l.strip_suffix(b"\r").unwrap_or(l)
 }
 
+/// May `l` be the other piece of a wrapped line with rank `prefix`? The adjacent line may (a
+/// terminal wraps without repeating the prefix, and a line without one continues any); past
+/// other ranks' lines, only a line of the same rank.
+fn continues(l: &[u8], prefix: Option<&[u8]>, adjacent: bool) -> bool {
+    match prefix {
+        None => adjacent,
+        Some(p) => l.starts_with(p) || (adjacent && rank_prefix(l).is_none()),
+    }
+}
+
 /// The line after `[.., le)` in `data` that may continue it: the next line, or with a rank
 /// prefix the next line of the same rank within [`LOOKAROUND`] lines.
 fn next_piece<'a>(data: &'a [u8], le: usize, prefix: Option<&[u8]>) -> Option<&'a [u8]> {
@@ -68,43 +80,45 @@ fn next_piece<'a>(data: &'a [u8], le: usize, prefix: Option<&[u8]>) -> Option<&'
         }
         let e = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
         let l = trim_cr(&data[pos..e]);
-        match prefix {
-            None => return Some(l),
-            Some(p) if l.starts_with(p) => return Some(l),
-            Some(_) => pos = e + 1,
+        if continues(l, prefix, pos == le + 1) {
+            return Some(l);
         }
+        pos = e + 1;
     }
     None
 }
 
 /// The line before `[ls, ..)` in `data` that it may continue (see [`next_piece`]); `carry` is
-/// the last line of the previous chunk.
+/// the last line of the previous chunk. Also returns where the line starts in `data` (`None`
+/// for `carry`).
 fn prev_piece<'a>(
     data: &'a [u8],
     ls: usize,
     prefix: Option<&[u8]>,
     carry: &'a [u8],
-) -> Option<&'a [u8]> {
+) -> Option<(&'a [u8], Option<usize>)> {
     let mut end = ls;
     for _ in 0..LOOKAROUND {
         if end == 0 {
-            let ok = !carry.is_empty() && prefix.is_none_or(|p| carry.starts_with(p));
-            return ok.then_some(carry);
+            let ok = !carry.is_empty() && continues(carry, prefix, ls == 0);
+            return ok.then_some((carry, None));
         }
         let e = end - 1;
         let s = memchr::memrchr(b'\n', &data[..e]).map_or(0, |i| i + 1);
         let l = trim_cr(&data[s..e]);
-        match prefix {
-            None => return Some(l),
-            Some(p) if l.starts_with(p) => return Some(l),
-            Some(_) => end = s,
+        if continues(l, prefix, end == ls) {
+            return Some((l, Some(s)));
         }
+        end = s;
     }
     None
 }
 
 /// `first` followed by `second` without the rank prefix they share.
 fn join_pieces(first: &[u8], second: &[u8]) -> String {
+    if first.is_empty() {
+        return String::from_utf8_lossy(second).into_owned();
+    }
     let second = match rank_prefix(first) {
         Some(p) => second.strip_prefix(p).unwrap_or(second),
         None => second,
@@ -115,53 +129,65 @@ fn join_pieces(first: &[u8], second: &[u8]) -> String {
     String::from_utf8_lossy(&b).into_owned()
 }
 
-/// The line joined with a neighbour when that recovers a literal a hard wrap cut, and the
-/// evidence of the join; `None` when the line alone says as much.
+/// The line joined with the pieces a hard wrap cut from it, and the evidence of the join; `None`
+/// when the line alone says as much. A join counts only when it says more than each of its
+/// pieces alone, so a neighbour's own evidence is never borrowed by an unrelated line.
 fn best_join(
     det: &DetectorSet,
     text: &str,
     alone: Option<&Evidence>,
     around: Around<'_>,
 ) -> Option<(String, Evidence)> {
-    let base = alone.map_or(0, |e| det.strength(e));
     let line = text.as_bytes();
     if line.len() > PIECE_MAX {
         return None;
     }
-    let mut best: Option<(String, Evidence, u8)> = None;
-    let mut consider = |joined: String, at: usize| {
-        if !det.literal_spans(&joined, at) {
-            return;
-        }
-        if let Some(ev) = det.inspect(&joined) {
-            let s = det.strength(&ev);
-            if s > base && best.as_ref().is_none_or(|b| s > b.2) {
-                best = Some((joined, ev, s));
-            }
-        }
+    let strength = |b: &[u8]| {
+        det.inspect(&String::from_utf8_lossy(b))
+            .map_or(0, |e| det.strength(&e))
     };
-    if let Some(n) = around.next.filter(|n| n.len() <= PIECE_MAX) {
-        if line.len() >= WRAP_MIN {
-            let at = line.len();
-            consider(join_pieces(line, n), at);
+    // A piece before the line's own break must be a full wrap width.
+    let next = around
+        .next
+        .filter(|n| n.len() <= PIECE_MAX && line.len() >= WRAP_MIN);
+    let mut prevs: Vec<&[u8]> = Vec::new();
+    for p in [around.prev, around.prev2].into_iter().flatten() {
+        if p.len() < WRAP_MIN || p.len() > PIECE_MAX {
+            break;
         }
+        prevs.push(p);
     }
-    if let Some(p) = around
-        .prev
-        .filter(|p| p.len() >= WRAP_MIN && p.len() <= PIECE_MAX)
-    {
-        let joined = join_pieces(p, line);
-        let at = p.len();
-        if let Some(n) = around.next.filter(|n| n.len() <= PIECE_MAX) {
-            if line.len() >= WRAP_MIN {
-                // A line cut in three: the middle piece joins both neighbours.
-                let both = join_pieces(joined.as_bytes(), n);
-                if det.literal_spans(&both, joined.len()) || det.literal_spans(&both, at) {
-                    consider(both, at);
+    if next.is_none() && prevs.is_empty() {
+        return None;
+    }
+    let floor_line = alone.map_or(0, |e| det.strength(e));
+    let floor_next = next.map_or(0, strength);
+    let floor_prevs: Vec<u8> = prevs.iter().map(|p| strength(p)).collect();
+    let mut best: Option<(String, Evidence, u8)> = None;
+    // Longest joins first, so that a tie keeps the one with the most context.
+    for k in (0..=prevs.len()).rev() {
+        for with_next in [true, false] {
+            if (k == 0 && !with_next) || (with_next && next.is_none()) {
+                continue;
+            }
+            let mut floor = floor_line;
+            let mut joined = String::new();
+            for (i, p) in prevs[..k].iter().enumerate().rev() {
+                joined = join_pieces(joined.as_bytes(), p);
+                floor = floor.max(floor_prevs[i]);
+            }
+            joined = join_pieces(joined.as_bytes(), line);
+            if let Some(n) = next.filter(|_| with_next) {
+                joined = join_pieces(joined.as_bytes(), n);
+                floor = floor.max(floor_next);
+            }
+            if let Some(ev) = det.inspect(&joined) {
+                let s = det.strength(&ev);
+                if s > floor && best.as_ref().is_none_or(|b| s > b.2) {
+                    best = Some((joined, ev, s));
                 }
             }
         }
-        consider(joined, at);
     }
     best.map(|(t, e, _)| (t, e))
 }
@@ -430,8 +456,14 @@ impl StreamScanner {
             let text = String::from_utf8_lossy(raw);
             let seq = line_no - self.joined;
             let prefix = rank_prefix(raw);
+            let prev = prev_piece(data, ls, prefix, &carry);
+            let prev2 = prev
+                .and_then(|(_, s)| s)
+                .and_then(|s| prev_piece(data, s, prefix, &[]))
+                .map(|(l, _)| l);
             let around = Around {
-                prev: prev_piece(data, ls, prefix, &carry),
+                prev: prev.map(|(l, _)| l),
+                prev2,
                 next: next_piece(data, le, prefix),
             };
             self.inspect(
@@ -473,6 +505,149 @@ impl StreamScanner {
             if last.len() <= PIECE_MAX {
                 self.carry.extend_from_slice(last);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::incidents::{Engine, EngineConfig};
+    use crate::model::Kind;
+    use proptest::prelude::*;
+    use std::sync::OnceLock;
+
+    /// Failures with long lines, in the wordings upstream code prints (sources beside each).
+    const FAILURES: &[&str] = &[
+        // ProcessGroupNCCL.cpp WorkNCCL::checkTimeout.
+        "[rank3]:[E1202 10:00:01.123456 ProcessGroupNCCL.cpp:1590] [PG 0 (default_pg) Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600005 milliseconds before timing out.",
+        // c10/cuda/CUDACachingAllocator.cpp OOM message.
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 6.25 MiB is free. Process 12345 has 79.14 GiB memory in use.",
+        // aten/src/ATen/native/cuda/IndexKernel.cu assert, then the c10 CUDA error.
+        "../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [3,0,0], thread: [17,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.\nTraceback (most recent call last):\n  File \"/workspace/train.py\", line 88, in <module>\n    loss.backward()\n[2024-12-02 10:00:01,123] [ERROR] [worker.py:311] [rank0]: RuntimeError: CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
+        // NCCL transport/net_ib.cc.
+        "node01:1234:5678 [3] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<52362> with error 12, opcode 0, len 0, vendor err 129 (Send) localGid ::ffff:10.0.0.1 remoteGid ::ffff:10.0.0.2",
+        // tensorflow/core/framework/op_kernel.cc OP_REQUIRES with the BFC allocator's OOM.
+        "2024-01-01 10:00:00.000000: W tensorflow/core/framework/op_kernel.cc:1780] OP_REQUIRES failed at matmul_op_impl.h:731 : RESOURCE_EXHAUSTED: OOM when allocating tensor with shape[8192,8192] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+        // torch/csrc/distributed/c10d/socket.cpp.
+        "[W1202 10:00:00.000000 100 torch/csrc/distributed/c10d/socket.cpp:752] [c10d] The client socket has failed to connect to [node01.cluster.local]:29500 (errno: 111 - Connection refused).",
+        // XLA surfacing a CUDA driver error.
+        "E1202 10:00:00.000000    1234 pjrt_stream_executor_client.cc:2809] Execution of replica 0 failed: INTERNAL: Failed to complete all kernels launched on stream 0x55d1: CUDA error: Could not synchronize CUDA stream: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered",
+        // jax/xla BFC allocator.
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes. BufferAssignment OOM Debugging.",
+        // ProcessGroupNCCL.cpp heartbeatMonitor.
+        "[rank5]:[E1202 10:00:00.000000 200 ProcessGroupNCCL.cpp:1444] [PG 0 Rank 5] Heartbeat monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()=1",
+        // Hugging Face Trainer metrics dict.
+        "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 1.9999e-05, 'epoch': 0.01, 'num_input_tokens_seen': 123456}",
+    ];
+
+    fn det() -> &'static DetectorSet {
+        static D: OnceLock<DetectorSet> = OnceLock::new();
+        D.get_or_init(DetectorSet::builtin)
+    }
+
+    /// The (kind, category) of the first incident `text` yields through scanner and engine.
+    fn first(text: &str) -> Option<(Kind, String)> {
+        let mut sc = StreamScanner::new(Format::Plain, 1 << 16, 1);
+        let mut findings = Vec::new();
+        let chunk = Chunk {
+            data: text.as_bytes(),
+            offset: 0,
+            truncated: false,
+            unterminated: !text.ends_with('\n'),
+        };
+        sc.feed(&chunk, det(), 0, &mut findings);
+        sc.finish(det(), 0, &mut findings);
+        let mut e = Engine::new(EngineConfig::default());
+        for f in findings {
+            e.observe(0, f);
+        }
+        e.flush_all();
+        e.drain()
+            .into_iter()
+            .filter(|u| u.closed)
+            .map(|u| (u.incident.kind, u.incident.category))
+            .next()
+    }
+
+    /// Hard-wraps every line at `width` characters; with `prefix_pieces`, continuation pieces
+    /// repeat the line's rank prefix (as when a rank's own output was wrapped before the
+    /// launcher prefixed it).
+    fn wrap(text: &str, width: usize, prefix_pieces: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        for line in text.lines() {
+            let prefix = rank_prefix(line.as_bytes())
+                .and_then(|p| std::str::from_utf8(p).ok())
+                .unwrap_or("");
+            let chars: Vec<char> = line.chars().collect();
+            for (i, piece) in chars.chunks(width).enumerate() {
+                let piece: String = piece.iter().collect();
+                if i > 0 && prefix_pieces {
+                    out.push(format!("{prefix}{piece}"));
+                } else {
+                    out.push(piece);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_failure_is_recognised_unwrapped() {
+        for f in FAILURES {
+            assert!(first(f).is_some(), "{f}");
+        }
+    }
+
+    #[test]
+    fn every_wrap_width_keeps_kind_and_family() {
+        for f in FAILURES {
+            let want = first(f);
+            for width in 80..=140 {
+                for prefix_pieces in [false, true] {
+                    let wrapped = wrap(f, width, prefix_pieces).join("\n");
+                    assert_eq!(first(&wrapped), want, "width {width}:\n{wrapped}");
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Two ranks' wrapped output interleaved piece by piece still gives each failure's kind
+        /// and family.
+        #[test]
+        fn interleaved_ranks_keep_kind_and_family(
+            which in 0..FAILURES.len(),
+            width in 80usize..=140,
+            seed in any::<u64>(),
+        ) {
+            let f = FAILURES[which];
+            let want = first(f);
+            let mut a = Vec::new();
+            let mut b = Vec::new();
+            for l in f.lines() {
+                let body = rank_prefix(l.as_bytes()).map_or(l, |p| &l[p.len()..]);
+                a.push(format!("[rank0]:{body}"));
+                b.push(format!("[rank1]:NCCL INFO Channel {seed:x} via P2P/IPC/read {body:.20}"));
+            }
+            let a = wrap(&a.join("\n"), width, true);
+            let b = wrap(&b.join("\n"), width, true);
+            let mut mixed = Vec::new();
+            let mut bits = seed;
+            let (mut i, mut j) = (0, 0);
+            while i < a.len() || j < b.len() {
+                if j >= b.len() || (i < a.len() && bits & 1 == 0) {
+                    mixed.push(a[i].clone());
+                    i += 1;
+                } else {
+                    mixed.push(b[j].clone());
+                    j += 1;
+                }
+                bits = bits.rotate_right(1);
+            }
+            prop_assert_eq!(first(&mixed.join("\n")), want);
         }
     }
 }

@@ -590,6 +590,85 @@ mod tests {
         ));
     }
 
+    fn headline(d: &DetectorSet, line: &str) -> Option<(Kind, String)> {
+        match d.inspect(line) {
+            Some(Evidence::Headline { kind, category, .. }) => Some((kind, category.into_owned())),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn pytorch_distributed_wordings() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            // torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, heartbeatMonitor().
+            ("[rank5]:[E1202 10:00:00.000000 200 ProcessGroupNCCL.cpp:1444] [PG 0 Rank 5] Heartbeat monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()=1", Kind::NcclError, "nccl_watchdog_timeout"),
+            ("[rank5]:[F1202 10:08:00.000000 200 ProcessGroupNCCL.cpp:1224] [PG 0 Rank 5] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives.", Kind::NcclError, "nccl_watchdog_timeout"),
+            ("[rank2]:[E1202 10:00:00.000000 200 ProcessGroupNCCL.cpp:1316] [PG 0 Rank 2] Received a global timeout from another rank and will start to dump the debug info.", Kind::NcclError, "nccl_watchdog_timeout"),
+            // torch/csrc/distributed/c10d/socket.cpp (SocketConnectOp), a DistNetworkError as
+            // users publish it.
+            ("torch.distributed.DistNetworkError: The client socket has failed to connect to any network address of (llama2-70b-n2-testys-master-0, 23456). The client socket has failed to connect to 172-16-100-89.llama2-70b-n2-testys-master-0.default.svc.cluster.local:23456 (errno: 113 - No route to host).", Kind::NcclError, "rendezvous_unreachable"),
+            ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [node01]:29500 (errno: 111 - Connection refused).", Kind::NcclError, "nccl_connection_refused"),
+            // torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py.
+            ("torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.", Kind::NcclError, "rendezvous_unreachable"),
+            // torch/csrc/distributed/c10d/TCPStore.cpp.
+            ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.", Kind::NcclError, "rendezvous_unreachable"),
+            // NCCL src/transport/net_ib.cc, printed without the NCCL WARN prefix.
+            ("NET/IB : Got completion from peer 10.1.1.2<39437> with error 12, opcode 0, len 0, vendor err 129 (Send)", Kind::NcclError, "nccl_ib_completion_error"),
+            ("NET/IB : Got completion with error 12, opcode 1, len 32614, vendor err 129", Kind::NcclError, "nccl_ib_completion_error"),
+            // A bare cudaError name in a C++ terminate block (thrust's system_error what()).
+            ("  what():  parallel_for failed: cudaErrorLaunchFailure: unspecified launch failure", Kind::CudaError, "unspecified_launch_failure"),
+            ("  what():  cudaErrorIllegalAddress", Kind::CudaError, "illegal_memory_access"),
+            ("  what():  cudaErrorNoKernelImageForDevice: no kernel image is available for execution on the device", Kind::CudaError, "no_kernel_image"),
+        ] {
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+    }
+
+    #[test]
+    fn other_framework_wordings() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            // TensorFlow (tensorflow/core/common_runtime/bfc_allocator.cc, op_kernel.cc).
+            ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[256,1024,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc", Kind::Oom, "cuda_oom"),
+            ("2024-01-01 10:00:00.000000: W tensorflow/core/common_runtime/bfc_allocator.cc:479] Allocator (GPU_0_bfc) ran out of memory trying to allocate 4.00GiB (rounded to 4294967296)requested by op MatMul", Kind::Oom, "cuda_oom"),
+            // tensorflow/stream_executor/cuda/cuda_dnn.cc and cuda_blas.cc.
+            ("E tensorflow/stream_executor/cuda/cuda_dnn.cc:329] Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED", Kind::CudaError, "cudnn_init_failed"),
+            ("E tensorflow/stream_executor/cuda/cuda_blas.cc:226] failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED", Kind::CudaError, "cublas_init_failed"),
+            ("RuntimeError: cuDNN error: CUDNN_STATUS_ARCH_MISMATCH", Kind::CudaError, "unknown"),
+            // JAX / XLA.
+            ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes.", Kind::Oom, "cuda_oom"),
+            ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to execute XLA Runtime executable: run time error: custom call 'xla.gpu.func.launch' failed: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered", Kind::CudaError, "illegal_memory_access"),
+            ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA_ERROR_NOT_INITIALIZED", Kind::CudaError, "unknown"),
+            // vLLM (vllm/worker/worker.py, v1/core/kv_cache_utils.py) and SGLang
+            // (sglang/srt/model_executor/model_runner.py).
+            ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.", Kind::Oom, "cuda_oom"),
+            ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.", Kind::Oom, "cuda_oom"),
+            // Lua Torch cutorch (lib/THC/THCGeneral.c) and its PyTorch THC successor.
+            ("THCudaCheck FAIL file=/tmp/luarocks_cutorch-scm-1-1234/cutorch/lib/THC/generic/THCStorage.cu line=66 error=2 : out of memory", Kind::Oom, "cuda_oom"),
+            ("RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/generic/THCStorage.cu:58", Kind::Oom, "cuda_oom"),
+            ("RuntimeError: cuda runtime error (77) : an illegal memory access was encountered at /pytorch/aten/src/THC/THCCachingHostAllocator.cpp:265", Kind::CudaError, "illegal_memory_access"),
+            ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingHostAllocator.cpp line=265 error=59 : device-side assert triggered", Kind::DeviceAssert, "unknown"),
+            ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=8 : invalid device function", Kind::CudaError, "unknown"),
+        ] {
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+    }
+
+    #[test]
+    fn framework_chatter_is_not_a_failure() {
+        let d = DetectorSet::builtin();
+        for line in [
+            "2024-01-01 10:00:00.000000: I tensorflow/stream_executor/platform/default/dso_loader.cc:53] Successfully opened dynamic library libcudnn.so.8",
+            "INFO 12-02 10:00:01 worker.py:200] # GPU blocks: 7281, # CPU blocks: 2048",
+            "node01:1234:1234 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>",
+            "[I1202 10:00:00.000000 100 TCPStore.cpp:312] [c10d - debug] The server has started on port = 29500.",
+            "Rendezvous complete for workers. Result:",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+    }
+
     #[test]
     fn required_literals_from_regex() {
         assert_eq!(

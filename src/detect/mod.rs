@@ -51,8 +51,11 @@ pub const ORDINARY_LINES: &[&str] = &[
 const QUALITY_MIN: usize = 3;
 /// Quality above this earns no more weight against coverage.
 const QUALITY_CAP: usize = 10;
-/// Shortest gate anchor (the SIMD searcher fingerprints on up to four bytes).
-const ANCHOR_MIN: usize = 3;
+/// Shortest gate anchor. The SIMD searcher fingerprints every anchor on as many leading bytes as
+/// the shortest one has (at most four): one 3-byte anchor makes every candidate check weaker, and
+/// on the benchmark log a gate of ~45 four-byte anchors runs faster than one of ~35 with a few
+/// three-byte ones.
+const ANCHOR_MIN: usize = 4;
 /// Longest anchor considered.
 const ANCHOR_MAX: usize = 8;
 
@@ -536,7 +539,7 @@ mod tests {
         let d = DetectorSet::builtin();
         // The packed SIMD searcher (Teddy) handles up to 64 patterns; past that the gate falls
         // back to a much slower automaton.
-        assert!(d.gate_literals().len() <= 40, "{:?}", d.gate_literals());
+        assert!(d.gate_literals().len() <= 56, "{:?}", d.gate_literals());
         for a in d.gate_literals() {
             assert!(a.len() >= ANCHOR_MIN, "{a:?}");
         }

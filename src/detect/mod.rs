@@ -1,11 +1,12 @@
 //! Detection: turns one line of text into at most one piece of evidence.
 //!
 //! Two literal passes keep ordinary lines cheap. The *gate* is one Aho-Corasick automaton over a
-//! short list of opener literals (few enough for its SIMD "Teddy" searcher); a chunk scanner runs
-//! it over whole buffers, so an ordinary line costs no per-line work at all. Only a line the gate
-//! hits — and the few lines right after it, where hint lines live — goes to [`DetectorSet::inspect`],
-//! which finds every detailed literal on that line and runs the regexes of the families they
-//! belong to, in a fixed precedence order.
+//! few short anchors derived from the detail literals ([`derive_gate`]; few enough for its SIMD
+//! "Teddy" searcher); a chunk scanner runs it over whole buffers, so an ordinary line costs no
+//! per-line work at all. Only a line the gate hits — and the few lines after a hit that a detail
+//! literal confirmed, where hint lines live — goes to [`DetectorSet::inspect`], which finds every
+//! detailed literal on that line and runs the regexes of the families they belong to, in a fixed
+//! precedence order.
 
 pub mod elastic;
 pub mod kernel_assert;
@@ -301,9 +302,10 @@ impl DetectorSet {
         }
     }
 
-    /// The detail literals that can open an incident (all but the continuation literals).
-    pub fn detail_literals(&self) -> Vec<String> {
-        self.openers.clone()
+    /// The detail literals that can open or extend an incident on their own line (all but the
+    /// continuation literals): what the gate is derived from.
+    pub fn opener_literals(&self) -> &[String] {
+        &self.openers
     }
 
     /// The gate's anchors, derived from the rule table and the user rules.
@@ -496,7 +498,7 @@ mod tests {
 
     /// Every literal that can open an incident, as `DetectorSet::new` collects them.
     fn openers(d: &DetectorSet) -> Vec<String> {
-        d.detail_literals()
+        d.opener_literals().to_vec()
     }
 
     #[test]

@@ -313,6 +313,11 @@ impl DetectorSet {
         &self.gate_literals
     }
 
+    /// Does `text` contain any detail literal?
+    pub fn has_detail_literal(&self, text: &str) -> bool {
+        self.detail.is_match(text)
+    }
+
     /// Does a detail literal of `text` start before byte `at` and end after it? (A literal that a
     /// wrapped line broke in two, found again once the pieces are joined.)
     pub fn literal_spans(&self, text: &str, at: usize) -> bool {

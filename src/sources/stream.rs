@@ -25,7 +25,7 @@ use crate::detect::DetectorSet;
 use crate::model::{Evidence, Finding};
 
 /// Lines looked at past other ranks' lines for the other piece of a wrapped line.
-const LOOKAROUND: usize = 4;
+const LOOKAROUND: usize = 8;
 /// A piece that a hard wrap cut is at least this long (wraps happen at 80 columns or more).
 const WRAP_MIN: usize = 72;
 /// Longest line considered as one piece of a wrapped line.
@@ -158,6 +158,17 @@ fn best_join(
         prevs.push(p);
     }
     if next.is_none() && prevs.is_empty() {
+        return None;
+    }
+    // Nothing on the line for a neighbour to complete, and no literal cut at its breaks: no join
+    // can say more. (Keeps a gate hit that no literal confirms cheap.)
+    let cut_at_break = || {
+        next.is_some_and(|n| det.literal_spans(&join_pieces(line, n), line.len()))
+            || prevs
+                .first()
+                .is_some_and(|p| det.literal_spans(&join_pieces(p, line), p.len()))
+    };
+    if !det.has_detail_literal(text) && !cut_at_break() {
         return None;
     }
     let floor_line = alone.map_or(0, |e| det.strength(e));

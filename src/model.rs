@@ -229,6 +229,19 @@ pub struct AssertSite {
     pub first_thread: Option<[u32; 3]>,
 }
 
+/// The first failed worker named by torchrun's `ChildFailedError` summary ("Root Cause (first
+/// observed failure)"): which rank failed first, where, and how.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RootCause {
+    pub rank: Option<u32>,
+    pub local_rank: Option<u32>,
+    pub exitcode: Option<i32>,
+    pub pid: Option<u32>,
+    pub host: Option<String>,
+    pub error_file: Option<String>,
+    pub time: Option<String>,
+}
+
 /// One failure, grouped from all its lines. The public fields follow DESIGN.md's `scan` contract.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Incident {
@@ -271,6 +284,9 @@ pub struct Incident {
     /// an incident's identity stable across re-reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anchor: Option<(u64, u32)>,
+    /// The root cause torchrun's `ChildFailedError` summary names, when the failure has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_cause: Option<RootCause>,
 }
 
 /// Cuts `s` to at most `max` bytes on a character boundary, appending `…` when it cut.

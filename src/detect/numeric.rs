@@ -10,20 +10,38 @@ use regex::Regex;
 use std::sync::OnceLock;
 
 struct Patterns {
-    loss_value: Regex,
-    grad_norm: Regex,
+    /// A loss or gradient-norm key with a non-finite value after `:` or `=` (quoted keys of
+    /// metrics dicts, `loss=nan` of progress bars, `loss: tensor(nan, …)`).
+    keyed: Regex,
+    /// A key and a value separated by spaces only (`step 5 loss nan lr 1e-4`, `| loss nan |`).
+    bare: Regex,
+    /// `Loss is nan`: a value as Python prints a float (lowercase), after `is`/`became`.
+    verbal: Regex,
+    /// Words that make a line prose about NaN rather than a report of one.
+    prose: Regex,
     scale: Regex,
 }
+
+/// Keys whose non-finite value is an event: any key that ends in or contains `loss` (loss,
+/// train_loss, lm loss, nll_loss, `'loss'`), and gradient norms (grad_norm, grad norm,
+/// gradient_norm, total_norm). Shared by the three value forms.
+const KEY: &str =
+    r"(?P<key>\b[a-z_]*loss[a-z_0-9]*|\bgrad(?:ient)?[_ ]?norm[a-z_0-9]*|\btotal_norm)";
+/// The non-finite token and what may follow a value (so `nan_count` or `info` never count).
+const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?))(?:$|[\s,;|}\])'"])"#;
 
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
     P.get_or_init(|| Patterns {
-        loss_value: Regex::new(
-            r#"(?i)\bloss\w{0,20}['"]?\s*(?:[:=]|\bis\b|\bbecame\b)\s*['"\[]?\s*(?:tensor\(\s*)?(-?nan|-?inf(?:inity)?)\b"#,
-        )
+        keyed: Regex::new(&format!(
+            r#"(?i){KEY}['"]?\s{{0,3}}[:=]\s{{0,3}}['"]?(?:tensor\(\s*)?{TOKEN}"#
+        ))
         .expect("static regex"),
-        grad_norm: Regex::new(
-            r#"(?i)\bgrad(?:ient)?[_ ]?norm\w{0,10}['"]?\s*(?:[:=]|\bis\b)\s*['"]?\s*(?:tensor\(\s*)?(-?nan|-?inf)\b"#,
+        bare: Regex::new(&format!(r"(?i){KEY} {{1,3}}(?-i:{TOKEN})")).expect("static regex"),
+        verbal: Regex::new(&format!(r"(?i){KEY}\s+(?:is|became|was)\s+(?-i:{TOKEN})"))
+            .expect("static regex"),
+        prose: Regex::new(
+            r"(?i)\b(?:if|when|whenever|whether|unless|until|in case|once|avoid|prevent|detect|checks?)\b",
         )
         .expect("static regex"),
         scale: Regex::new(r"(?i)loss scale.{0,80}?reducing (?:loss scale )?to:?\s*([0-9][0-9.eE+-]{0,30})|reducing loss scale to:?\s*([0-9][0-9.eE+-]{0,30})")
@@ -65,7 +83,11 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     if line.contains("infinite or NaN") && line.to_ascii_lowercase().contains("loss") {
         return Some(headline("non_finite_loss", LOSS_HINT));
     }
-    if line.contains("loss scale already at minimum") {
+    // DeepSpeed: "Current loss scale already at minimum - cannot decrease scale anymore."
+    // (deepspeed/runtime/fp16/loss_scaler.py); fairseq: "Minimum loss scale reached (0.0001).
+    // Your loss is probably exploding." (fairseq/optim/dynamic_loss_scaler.py).
+    if line.contains("loss scale already at minimum") || line.contains("Minimum loss scale reached")
+    {
         return Some(headline("loss_scale_collapse", SCALE_HINT));
     }
     if let Some(c) = p.scale.captures(line) {
@@ -80,19 +102,26 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
         }
         return None;
     }
-    if let Some(c) = p.grad_norm.captures(line) {
-        let _ = c;
-        return Some(headline("nan_grad_norm", GRAD_HINT));
-    }
-    if let Some(c) = p.loss_value.captures(line) {
-        let v = c[1].to_ascii_lowercase();
-        return Some(if v.contains("nan") {
-            headline("non_finite_loss", LOSS_HINT)
-        } else {
-            headline("inf_loss", INF_HINT)
-        });
-    }
-    None
+    // The key and its value. `keyed` is a log's or a metrics dict's shape and stands on its
+    // own; the bare and verbal forms also occur in sentences ("if the loss is nan, …"), so a
+    // line with a conditional or descriptive word before the key is prose, not an event.
+    let hit = p.keyed.captures(line).or_else(|| {
+        [&p.bare, &p.verbal].into_iter().find_map(|re| {
+            re.captures(line).filter(|c| {
+                c.get(0)
+                    .is_some_and(|m| !p.prose.is_match(&line[..m.start()]))
+            })
+        })
+    })?;
+    let key = hit.name("key")?.as_str().to_ascii_lowercase();
+    let tok = hit.name("tok")?.as_str().to_ascii_lowercase();
+    Some(if !key.contains("loss") {
+        headline("nan_grad_norm", GRAD_HINT)
+    } else if tok.contains("nan") {
+        headline("non_finite_loss", LOSS_HINT)
+    } else {
+        headline("inf_loss", INF_HINT)
+    })
 }
 
 #[cfg(test)]
@@ -127,6 +156,50 @@ mod tests {
             cat("[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 2, reducing to 1").as_deref(),
             Some("loss_scale_collapse")
         );
+    }
+
+    #[test]
+    fn log_shaped_values() {
+        for (line, want) in [
+            // Hugging Face Trainer metrics dict (transformers trainer.py `log`), e.g.
+            // https://github.com/huggingface/transformers/issues/14446
+            ("{'loss': nan, 'learning_rate': 4.9e-05, 'epoch': 0.02}", "non_finite_loss"),
+            ("{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 1e-05, 'epoch': 0.5}", "nan_grad_norm"),
+            // PyTorch Lightning progress bar (tqdm postfix), e.g.
+            // https://github.com/Lightning-AI/pytorch-lightning/issues/4956
+            ("Epoch 0:  12%|#2        | 60/500 [00:05<00:40, 10.9it/s, loss=nan, v_num=3]", "non_finite_loss"),
+            // Keras progress line.
+            ("1875/1875 [==============================] - 5s 3ms/step - loss: nan - accuracy: 0.0987", "non_finite_loss"),
+            // Megatron-LM training log ("{key}: {value:.6E} |" prints NAN).
+            (" iteration      200/  500000 | lm loss: NAN | loss scale: 1.0 |", "non_finite_loss"),
+            (" iteration      200/  500000 | lm loss: 7.1E+00 | grad norm: nan |", "nan_grad_norm"),
+            ("step 5 loss nan lr 1e-4", "non_finite_loss"),
+            ("train_loss=inf val_loss=2.3", "inf_loss"),
+            ("loss: tensor(nan, device='cuda:0', grad_fn=<NllLossBackward0>)", "non_finite_loss"),
+            ("{\"loss\": \"nan\", \"ppl\": \"nan\"}", "non_finite_loss"),
+            // DETR / torchvision references: `print("Loss is {}, stopping training")`.
+            ("Loss is nan, stopping training", "non_finite_loss"),
+            // fairseq dynamic loss scaler.
+            ("FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the learning rate", "loss_scale_collapse"),
+        ] {
+            assert_eq!(cat(line).as_deref(), Some(want), "{line}");
+        }
+    }
+
+    #[test]
+    fn prose_about_nan_is_not_an_event() {
+        for line in [
+            "If the loss becomes NaN, lower the learning rate.",
+            "if the loss is nan, skip the batch",
+            "Registers a hook that raises when the loss is NaN or inf.",
+            "check whether loss is nan before calling backward()",
+            "loss=0.2345 nan_count=0",
+            "loss: 0.51 info: saving",
+            "grad_norm: 0.93 (inf-norm 1.2)",
+            "the loss function handles nan inputs",
+        ] {
+            assert_eq!(cat(line), None, "{line}");
+        }
     }
 
     #[test]

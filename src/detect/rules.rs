@@ -169,7 +169,11 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     },
     HeadlineRule {
         name: "cuda_misaligned_address",
-        literals: &["misaligned address", "CUDA_ERROR_MISALIGNED_ADDRESS"],
+        literals: &[
+            "misaligned address",
+            "CUDA_ERROR_MISALIGNED_ADDRESS",
+            "cudaErrorMisalignedAddress",
+        ],
         kind: Kind::CudaError,
         category: "misaligned_address",
         blame: Blame::Application,
@@ -184,6 +188,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "an illegal instruction was encountered",
             "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+            "cudaErrorIllegalInstruction",
         ],
         kind: Kind::CudaError,
         category: "illegal_instruction",
@@ -195,7 +200,11 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     },
     HeadlineRule {
         name: "cuda_launch_failure",
-        literals: &["unspecified launch failure", "CUDA_ERROR_LAUNCH_FAILED"],
+        literals: &[
+            "unspecified launch failure",
+            "CUDA_ERROR_LAUNCH_FAILED",
+            "cudaErrorLaunchFailure",
+        ],
         kind: Kind::CudaError,
         category: "unspecified_launch_failure",
         blame: Blame::Unknown,
@@ -209,6 +218,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "uncorrectable ECC error encountered",
             "CUDA_ERROR_ECC_UNCORRECTABLE",
+            "cudaErrorECCUncorrectable",
         ],
         kind: Kind::CudaError,
         category: "ecc_uncorrectable",
@@ -238,6 +248,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "no kernel image is available for execution",
             "CUDA_ERROR_NO_BINARY_FOR_GPU",
+            "cudaErrorNoKernelImageForDevice",
         ],
         kind: Kind::CudaError,
         category: "no_kernel_image",
@@ -252,6 +263,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "too many resources requested for launch",
             "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+            "cudaErrorLaunchOutOfResources",
         ],
         kind: Kind::CudaError,
         category: "launch_out_of_resources",
@@ -263,7 +275,11 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     },
     HeadlineRule {
         name: "cuda_device_unavailable",
-        literals: &["busy or unavailable", "CUDA_ERROR_DEVICE_UNAVAILABLE"],
+        literals: &[
+            "busy or unavailable",
+            "CUDA_ERROR_DEVICE_UNAVAILABLE",
+            "cudaErrorDevicesUnavailable",
+        ],
         kind: Kind::CudaError,
         category: "device_unavailable",
         blame: Blame::Unknown,
@@ -368,6 +384,21 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &[],
     },
     HeadlineRule {
+        // cuDNN `cudnnStatus_t` names; TensorFlow prints "Could not create cudnn handle:
+        // CUDNN_STATUS_NOT_INITIALIZED" (tensorflow/stream_executor/cuda/cuda_dnn.cc) when the GPU is
+        // out of memory at start-up.
+        name: "cudnn_init_failed",
+        literals: &["CUDNN_STATUS_NOT_INITIALIZED", "CUDNN_STATUS_ALLOC_FAILED"],
+        kind: Kind::CudaError,
+        category: "cudnn_init_failed",
+        blame: Blame::Application,
+        hint: "cuDNN could not create its handle or workspace, usually because the GPU is out of \
+               memory when the framework starts (another process, or a framework that reserves \
+               all memory up front): check nvidia-smi and the framework's memory growth settings.",
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
         name: "cudnn_not_supported",
         literals: &["CUDNN_STATUS_NOT_SUPPORTED", "CUDNN_STATUS_BAD_PARAM"],
         kind: Kind::CudaError,
@@ -379,6 +410,19 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &[],
     },
     HeadlineRule {
+        // Any other status of the cuBLAS `cublasStatus_t` / cuDNN `cudnnStatus_t` enums, as
+        // PyTorch, TensorFlow and JAX print them.
+        name: "cuda_library_status",
+        literals: &["CUBLAS_STATUS_", "CUDNN_STATUS_"],
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: "A cuBLAS/cuDNN call failed: replay the step with CUDA_LAUNCH_BLOCKING=1 and check \
+               the inputs' shapes and dtypes and the GPU's memory.",
+        priority: GENERIC,
+        requires_any: &[],
+    },
+    HeadlineRule {
         name: "cuda_oom",
         literals: &[
             "CUDA out of memory",
@@ -386,12 +430,32 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "CUDA error: out of memory",
             "CUDA_ERROR_OUT_OF_MEMORY",
             "cudaErrorMemoryAllocation",
+            // TensorFlow: `ResourceExhaustedError` with "OOM when allocating tensor with shape[…]"
+            // (tensorflow/core/common_runtime/bfc_allocator.cc, op_kernel.cc) and the BFC
+            // allocator's "Allocator (GPU_0_bfc) ran out of memory trying to allocate".
+            "ResourceExhaustedError",
+            "OOM when allocating tensor",
+            "ran out of memory trying to allocate",
+            // JAX/XLA: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes."
+            // (xla/stream_executor and tsl BFC allocator, surfaced as XlaRuntimeError).
+            "Out of memory while trying to allocate",
+            // vLLM: "No available memory for the cache blocks. Try increasing
+            // `gpu_memory_utilization`" (vllm/worker/worker.py, v1/core/kv_cache_utils.py).
+            "No available memory for the cache blocks",
+            // SGLang: "Not enough memory. Please try to increase --mem-fraction-static."
+            // (sglang/srt/model_executor/model_runner.py).
+            "Please try to increase --mem-fraction-static",
+            // Lua Torch / cutorch: "THCudaCheck FAIL file=… line=… error=2 : out of memory" and
+            // "cuda runtime error (2) : out of memory" (lib/THC/THCGeneral.c).
+            "error=2 : out of memory",
+            "error (2) : out of memory",
         ],
         kind: Kind::Oom,
         category: "cuda_oom",
         blame: Blame::Application,
         hint: "The job ran out of GPU memory: lower the batch size or sequence length, enable \
-               activation checkpointing, or check for other processes on the GPU.",
+               activation checkpointing, or check for other processes on the GPU (serving \
+               engines: lower the memory fraction they reserve for the KV cache).",
         priority: MID,
         requires_any: &[],
     },
@@ -402,6 +466,13 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "cuda runtime error (",
             "CUDA error ",
             "CUDA Error: ",
+            // The driver API's `CUresult` names as XLA, cupy and TensorFlow print them.
+            "CUDA_ERROR_",
+            // The runtime API's `cudaError_t` names, e.g. a C++ `terminate` block's
+            // "what():  …: cudaErrorLaunchFailure: unspecified launch failure" (thrust).
+            "cudaError",
+            // cutorch/THC: "THCudaCheck FAIL file=%s line=%i error=%i : %s" (lib/THC/THCGeneral.c).
+            "THCudaCheck FAIL",
         ],
         kind: Kind::CudaError,
         category: "unknown",
@@ -413,7 +484,17 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     },
     HeadlineRule {
         name: "nccl_watchdog_timeout",
-        literals: &["Watchdog caught collective operation timeout"],
+        literals: &[
+            "Watchdog caught collective operation timeout",
+            // ProcessGroupNCCL's heartbeat monitor (torch/csrc/distributed/c10d/
+            // ProcessGroupNCCL.cpp, heartbeatMonitor): the watchdog itself stopped making progress,
+            // or another rank flagged a collective timeout and this one was told to dump and exit.
+            "Heartbeat monitor timed out",
+            "watchdog got stuck for",
+            "Received a global timeout from another rank",
+            "watchdog detected a collective timeout",
+            "Received a dump signal due to a collective timeout",
+        ],
         kind: Kind::NcclError,
         category: "nccl_watchdog_timeout",
         blame: Blame::Unknown,
@@ -485,7 +566,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     },
     HeadlineRule {
         name: "nccl_ib_completion_error",
-        literals: &["Got completion from peer"],
+        // NCCL net_ib.cc: "NET/IB : Got completion from peer %s with error %d, opcode %d, len %d,
+        // vendor err %d" (2.x), older "NET/IB : Got completion with error %d, opcode %d, …". NCCL
+        // prints them under `NCCL WARN`, but launchers and log shippers often strip that prefix.
+        literals: &["Got completion from peer", "Got completion with error"],
         kind: Kind::NcclError,
         category: "nccl_ib_completion_error",
         blame: Blame::Hardware,
@@ -502,12 +586,44 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         blame: Blame::Unknown,
         hint: "A rank could not connect to a peer: the peer died or a firewall/interface choice \
                blocks it (NCCL_SOCKET_IFNAME).",
+        // Above `rendezvous_unreachable`, so the socket error the store names keeps its family.
+        priority: MID + 1,
+        requires_any: &["NCCL", "nccl", "c10d", "TCPStore", "client socket"],
+    },
+    HeadlineRule {
+        // torch/csrc/distributed/c10d/socket.cpp ("The client socket has failed to connect to any
+        // network address of (host, port)", "The client socket has timed out after …", "The
+        // server socket has failed to listen on any local network address"), TCPStore.cpp ("Timed
+        // out after N seconds waiting for clients"), and the elastic rendezvous's
+        // RendezvousConnectionError "The connection to the C10d store has failed"
+        // (torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py).
+        name: "rendezvous_unreachable",
+        literals: &[
+            "has failed to connect to any network address",
+            "The client socket has timed out after",
+            "has failed to listen on any local network address",
+            "seconds waiting for clients",
+            "The connection to the C10d store has failed",
+            "RendezvousConnectionError",
+            "RendezvousTimeoutError",
+        ],
+        kind: Kind::NcclError,
+        category: "rendezvous_unreachable",
+        blame: Blame::Unknown,
+        hint: "A rank could not reach the job's c10d store (rendezvous): the master/store host \
+               died, has not started, or MASTER_ADDR/MASTER_PORT, DNS or a firewall is wrong; \
+               check the rank that hosts the store first.",
         priority: MID,
-        requires_any: &["NCCL", "nccl", "c10d", "TCPStore"],
+        requires_any: &[],
     },
     HeadlineRule {
         name: "nccl_error_generic",
-        literals: &["NCCL error"],
+        literals: &[
+            "NCCL error",
+            // ProcessGroupNCCL.cpp ncclCommWatchdog: the watchdog's exception, whose own text
+            // (a CUDA error, a timeout) usually names a more specific family on the same line.
+            "NCCL watchdog thread terminated with exception",
+        ],
         kind: Kind::NcclError,
         category: "unknown",
         blame: Blame::Unknown,
@@ -519,6 +635,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
 ];
 
 /// Literals that only mark a line as belonging to an open failure (hint and teardown lines).
+/// They never open an incident, so they are not gate literals: such lines are inspected only in
+/// the follow window of a gated line.
 pub const CONTINUATION_LITERALS: &[&str] = &[
     "CUDA kernel errors might be asynchronously reported",
     "CUDA_LAUNCH_BLOCKING",
@@ -533,31 +651,61 @@ pub const CONTINUATION_LITERALS: &[&str] = &[
     "detected by watchdog",
     "NCCL WARN",
     "To avoid data inconsistency",
+    // The fields of torchrun's ChildFailedError summary (`_FAILURE_FORMAT_TEMPLATE` in
+    // torch/distributed/elastic/multiprocessing/errors/__init__.py).
+    "host      : ",
+    "(local_rank: ",
+    "exitcode  : ",
+    "error_file: ",
 ];
 
-/// Literals that a numeric blow-up line must contain (case-sensitive); the numeric regexes of
-/// `detect::numeric` then decide. Kept specific so ordinary `loss=` progress lines never reach
-/// the regexes.
+/// Lines of torchrun's `ChildFailedError` summary that open its root-cause section. They join
+/// the open incident like continuations, but they pass the gate so that the field lines after
+/// them (see [`CONTINUATION_LITERALS`]) are inspected.
+pub const SUMMARY_LITERALS: &[&str] = &["ChildFailedError", "Root Cause (first observed failure)"];
+
+/// Literals that a numeric blow-up line must contain (case-sensitive): a non-finite token in
+/// value position after `:`, `=`, `is` or a bare key, a non-finite tensor, or a loss scaler's
+/// message. `detect::numeric` then decides whether the key is a loss, a gradient norm or a loss
+/// scale. Kept specific so ordinary `loss=` progress lines never reach the regexes.
 pub const NUMERIC_LITERALS: &[&str] = &[
     "non-finite",
+    ": nan",
+    ":nan",
     "=nan",
     "= nan",
-    ": nan",
     "=-nan",
+    ": -nan",
     "is nan",
-    "=NaN",
+    "loss nan",
+    "norm nan",
     ": NaN",
+    "=NaN",
+    "= NaN",
     "is NaN",
+    ": inf",
     "=inf",
     "= inf",
-    ": inf",
+    ": -inf",
+    "=-inf",
     "is inf",
+    "loss inf",
+    "norm inf",
+    ": Inf",
+    "=Inf",
+    ": NAN",
+    "\"nan\"",
+    "\"inf\"",
+    "tensor(nan",
+    "tensor(inf",
+    "tensor(-inf",
     "infinite or NaN",
     "NaN or Inf",
     "Inf or NaN",
     "reducing loss scale to",
     "reducing to ",
     "loss scale already at minimum",
+    "Minimum loss scale reached",
 ];
 
 #[cfg(test)]
@@ -583,7 +731,11 @@ mod tests {
                 assert!(l.len() >= 4, "{}: {l:?}", r.name);
             }
         }
-        for l in NUMERIC_LITERALS.iter().chain(CONTINUATION_LITERALS) {
+        for l in NUMERIC_LITERALS
+            .iter()
+            .chain(CONTINUATION_LITERALS)
+            .chain(SUMMARY_LITERALS)
+        {
             assert!(l.len() >= 4, "{l:?}");
         }
     }

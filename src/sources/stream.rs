@@ -6,6 +6,13 @@
 //! materialised and inspected. Formats that wrap each line (CRI, Docker JSON, kmsg records) are
 //! decoded line by line first.
 //!
+//! Hard-wrapped text (a terminal or log viewer that broke lines at 80–140 columns, copied into
+//! a report) can cut a literal in two. A line that is inspected is therefore also tried joined
+//! with the line before and the line after it — past up to [`LOOKAROUND`] lines of other ranks,
+//! and without the `[rankN]:` prefix of the continuation — and the join wins when a detail
+//! literal spans the break and the joined text says more than the line alone. Only the plain-text
+//! fast path has neighbours at hand; wrapped container formats are not terminal output.
+//!
 //! Over-long lines are cut before they get here, by the one bounded reader of the tail crate
 //! (the tailer's pass, or [`assertwatch_tail::ChunkReader`]): a chunk marked `truncated` is one cut
 //! line, and any other chunk holds no line longer than `max_line`. The scanner only counts the
@@ -15,7 +22,186 @@
 use super::decode::{Decoder, Format};
 use super::reader::Chunk;
 use crate::detect::DetectorSet;
-use crate::model::Finding;
+use crate::model::{Evidence, Finding};
+
+/// Lines looked at past other ranks' lines for the other piece of a wrapped line.
+const LOOKAROUND: usize = 8;
+/// A piece that a hard wrap cut is at least this long (wraps happen at 80 columns or more).
+const WRAP_MIN: usize = 72;
+/// Longest line considered as one piece of a wrapped line.
+const PIECE_MAX: usize = 1024;
+
+/// The lines around an inspected line, where the scanner has them.
+#[derive(Debug, Default, Clone, Copy)]
+struct Around<'a> {
+    /// The closest earlier line (of the same rank, when the line has a rank prefix).
+    prev: Option<&'a [u8]>,
+    /// The line before `prev` that `prev` may continue (a line cut in three or more).
+    prev2: Option<&'a [u8]>,
+    /// The closest later line (likewise).
+    next: Option<&'a [u8]>,
+}
+
+/// The `[rank3]:` / `[default3]:` prefix that torchrun and PyTorch put before each line of a
+/// rank's output, if `line` starts with one.
+fn rank_prefix(line: &[u8]) -> Option<&[u8]> {
+    let rest = line.strip_prefix(b"[")?;
+    let rest = rest
+        .strip_prefix(b"rank")
+        .or_else(|| rest.strip_prefix(b"default"))?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 6 || rest.get(digits..digits + 2) != Some(b"]:".as_slice()) {
+        return None;
+    }
+    Some(&line[..line.len() - rest.len() + digits + 2])
+}
+
+fn trim_cr(l: &[u8]) -> &[u8] {
+    l.strip_suffix(b"\r").unwrap_or(l)
+}
+
+/// May `l` be the other piece of a wrapped line with rank `prefix`? The adjacent line may (a
+/// terminal wraps without repeating the prefix, and a line without one continues any); past
+/// other ranks' lines, only a line of the same rank.
+fn continues(l: &[u8], prefix: Option<&[u8]>, adjacent: bool) -> bool {
+    match prefix {
+        None => adjacent,
+        Some(p) => l.starts_with(p) || (adjacent && rank_prefix(l).is_none()),
+    }
+}
+
+/// The line after `[.., le)` in `data` that may continue it: the next line, or with a rank
+/// prefix the next line of the same rank within [`LOOKAROUND`] lines.
+fn next_piece<'a>(data: &'a [u8], le: usize, prefix: Option<&[u8]>) -> Option<&'a [u8]> {
+    let mut pos = le + 1;
+    for _ in 0..LOOKAROUND {
+        if pos >= data.len() {
+            return None;
+        }
+        let e = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
+        let l = trim_cr(&data[pos..e]);
+        if continues(l, prefix, pos == le + 1) {
+            return Some(l);
+        }
+        pos = e + 1;
+    }
+    None
+}
+
+/// The line before `[ls, ..)` in `data` that it may continue (see [`next_piece`]); `carry` is
+/// the last line of the previous chunk. Also returns where the line starts in `data` (`None`
+/// for `carry`).
+fn prev_piece<'a>(
+    data: &'a [u8],
+    ls: usize,
+    prefix: Option<&[u8]>,
+    carry: &'a [u8],
+) -> Option<(&'a [u8], Option<usize>)> {
+    let mut end = ls;
+    for _ in 0..LOOKAROUND {
+        if end == 0 {
+            let ok = !carry.is_empty() && continues(carry, prefix, ls == 0);
+            return ok.then_some((carry, None));
+        }
+        let e = end - 1;
+        let s = memchr::memrchr(b'\n', &data[..e]).map_or(0, |i| i + 1);
+        let l = trim_cr(&data[s..e]);
+        if continues(l, prefix, end == ls) {
+            return Some((l, Some(s)));
+        }
+        end = s;
+    }
+    None
+}
+
+/// `first` followed by `second` without the rank prefix they share.
+fn join_pieces(first: &[u8], second: &[u8]) -> String {
+    if first.is_empty() {
+        return String::from_utf8_lossy(second).into_owned();
+    }
+    let second = match rank_prefix(first) {
+        Some(p) => second.strip_prefix(p).unwrap_or(second),
+        None => second,
+    };
+    let mut b = Vec::with_capacity(first.len() + second.len());
+    b.extend_from_slice(first);
+    b.extend_from_slice(second);
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+/// The line joined with the pieces a hard wrap cut from it, and the evidence of the join; `None`
+/// when the line alone says as much. A join counts only when it says more than each of its
+/// pieces alone, so a neighbour's own evidence is never borrowed by an unrelated line.
+fn best_join(
+    det: &DetectorSet,
+    text: &str,
+    alone: Option<&Evidence>,
+    around: Around<'_>,
+) -> Option<(String, Evidence)> {
+    let line = text.as_bytes();
+    if line.len() > PIECE_MAX {
+        return None;
+    }
+    let strength = |b: &[u8]| {
+        det.inspect(&String::from_utf8_lossy(b))
+            .map_or(0, |e| det.strength(&e))
+    };
+    // A piece before the line's own break must be a full wrap width.
+    let next = around
+        .next
+        .filter(|n| n.len() <= PIECE_MAX && line.len() >= WRAP_MIN);
+    let mut prevs: Vec<&[u8]> = Vec::new();
+    for p in [around.prev, around.prev2].into_iter().flatten() {
+        if p.len() < WRAP_MIN || p.len() > PIECE_MAX {
+            break;
+        }
+        prevs.push(p);
+    }
+    if next.is_none() && prevs.is_empty() {
+        return None;
+    }
+    // Nothing on the line for a neighbour to complete, and no literal cut at its breaks: no join
+    // can say more. (Keeps a gate hit that no literal confirms cheap.)
+    let cut_at_break = || {
+        next.is_some_and(|n| det.literal_spans(&join_pieces(line, n), line.len()))
+            || prevs
+                .first()
+                .is_some_and(|p| det.literal_spans(&join_pieces(p, line), p.len()))
+    };
+    if !det.has_detail_literal(text) && !cut_at_break() {
+        return None;
+    }
+    let floor_line = alone.map_or(0, |e| det.strength(e));
+    let floor_next = next.map_or(0, strength);
+    let floor_prevs: Vec<u8> = prevs.iter().map(|p| strength(p)).collect();
+    let mut best: Option<(String, Evidence, u8)> = None;
+    // Longest joins first, so that a tie keeps the one with the most context.
+    for k in (0..=prevs.len()).rev() {
+        for with_next in [true, false] {
+            if (k == 0 && !with_next) || (with_next && next.is_none()) {
+                continue;
+            }
+            let mut floor = floor_line;
+            let mut joined = String::new();
+            for (i, p) in prevs[..k].iter().enumerate().rev() {
+                joined = join_pieces(joined.as_bytes(), p);
+                floor = floor.max(floor_prevs[i]);
+            }
+            joined = join_pieces(joined.as_bytes(), line);
+            if let Some(n) = next.filter(|_| with_next) {
+                joined = join_pieces(joined.as_bytes(), n);
+                floor = floor.max(floor_next);
+            }
+            if let Some(ev) = det.inspect(&joined) {
+                let s = det.strength(&ev);
+                if s > floor && best.as_ref().is_none_or(|b| s > b.2) {
+                    best = Some((joined, ev, s));
+                }
+            }
+        }
+    }
+    best.map(|(t, e, _)| (t, e))
+}
 
 /// Counters of one stream's scanner.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +224,8 @@ pub struct StreamScanner {
     /// `lines - joined` is the logical position the grouping windows use.
     joined: u64,
     stats: ScanStats,
+    /// The last line of the previous plain-text chunk (bounded), for joining wrapped lines.
+    carry: Vec<u8>,
 }
 
 impl StreamScanner {
@@ -49,6 +237,7 @@ impl StreamScanner {
             follow: 0,
             joined: 0,
             stats: ScanStats::default(),
+            carry: Vec::new(),
         }
     }
 
@@ -97,7 +286,18 @@ impl StreamScanner {
     pub fn finish(&mut self, det: &DetectorSet, at_ms: u64, out: &mut Vec<Finding>) {
         for l in self.decoder.finish() {
             let seq = self.lines.saturating_sub(self.joined) + 1;
-            self.inspect(&l.text, l.first_line, seq, l.offset, det, at_ms, out, true);
+            self.inspect(
+                &l.text,
+                l.first_line,
+                seq,
+                l.offset,
+                det,
+                at_ms,
+                out,
+                true,
+                None,
+                Around::default(),
+            );
         }
     }
 
@@ -150,7 +350,18 @@ impl StreamScanner {
         match self.decoder.push(raw, line_no, offset) {
             Some(l) => {
                 let seq = line_no - self.joined;
-                self.inspect(&l.text, l.first_line, seq, l.offset, det, at_ms, out, false);
+                self.inspect(
+                    &l.text,
+                    l.first_line,
+                    seq,
+                    l.offset,
+                    det,
+                    at_ms,
+                    out,
+                    false,
+                    None,
+                    Around::default(),
+                );
             }
             None => self.joined += 1,
         }
@@ -168,9 +379,22 @@ impl StreamScanner {
         out: &mut Vec<Finding>,
     ) {
         self.lines = self.lines.max(line);
-        self.inspect(text, line, line, offset, det, at_ms, out, false);
+        self.inspect(
+            text,
+            line,
+            line,
+            offset,
+            det,
+            at_ms,
+            out,
+            false,
+            None,
+            Around::default(),
+        );
     }
 
+    /// Inspects one line: when it passes the gate (`gated`, or the gate run here when `None`), is
+    /// forced, or lies in the follow window of an earlier finding.
     #[allow(clippy::too_many_arguments)]
     fn inspect(
         &mut self,
@@ -182,24 +406,32 @@ impl StreamScanner {
         at_ms: u64,
         out: &mut Vec<Finding>,
         force: bool,
+        gated: Option<bool>,
+        around: Around<'_>,
     ) {
-        let gated = det.gate_matches(text.as_bytes());
+        let gated = gated.unwrap_or_else(|| det.gate_matches(text.as_bytes()));
         if !(gated || force || self.follow > 0) {
             return;
         }
-        if gated {
-            self.follow = det.options().follow_lines;
-        } else {
-            self.follow = self.follow.saturating_sub(1);
-        }
-        if let Some(ev) = det.inspect(text) {
+        self.follow = self.follow.saturating_sub(1);
+        let alone = det.inspect(text);
+        let found = match best_join(det, text, alone.as_ref(), around) {
+            Some((joined, ev)) => Some((joined, ev)),
+            None => alone.map(|ev| (text.to_owned(), ev)),
+        };
+        if let Some((text, evidence)) = found {
+            // A gate hit that a detail literal confirms opens the follow window; an anchor alone
+            // (a false candidate) costs this one inspection and nothing more.
+            if gated {
+                self.follow = det.options().follow_lines;
+            }
             out.push(Finding {
                 line: line_no,
                 seq,
                 offset: Some(offset),
                 at_ms,
-                text: text.to_owned(),
-                evidence: ev,
+                text,
+                evidence,
             });
         }
     }
@@ -208,13 +440,18 @@ impl StreamScanner {
         let data = chunk.data;
         let mut counted = 0usize;
         let mut pos = 0usize;
+        let carry = std::mem::take(&mut self.carry);
         while pos < data.len() {
-            let ls = if self.follow > 0 {
-                pos
+            // A line found by the gate search is known to pass the gate: no second gate run.
+            let (ls, gated) = if self.follow > 0 {
+                (pos, None)
             } else {
                 match det.next_gate_hit(data, pos) {
                     None => break,
-                    Some(p) => memchr::memrchr(b'\n', &data[pos..p]).map_or(pos, |i| pos + i + 1),
+                    Some(p) => (
+                        memchr::memrchr(b'\n', &data[pos..p]).map_or(pos, |i| pos + i + 1),
+                        Some(true),
+                    ),
                 }
             };
             let le = memchr::memchr(b'\n', &data[ls..]).map_or(data.len(), |i| ls + i);
@@ -229,6 +466,17 @@ impl StreamScanner {
             }
             let text = String::from_utf8_lossy(raw);
             let seq = line_no - self.joined;
+            let prefix = rank_prefix(raw);
+            let prev = prev_piece(data, ls, prefix, &carry);
+            let prev2 = prev
+                .and_then(|(_, s)| s)
+                .and_then(|s| prev_piece(data, s, prefix, &[]))
+                .map(|(l, _)| l);
+            let around = Around {
+                prev: prev.map(|(l, _)| l),
+                prev2,
+                next: next_piece(data, le, prefix),
+            };
             self.inspect(
                 &text,
                 line_no,
@@ -238,6 +486,8 @@ impl StreamScanner {
                 at_ms,
                 out,
                 false,
+                gated,
+                around,
             );
             if le < data.len() {
                 self.lines += 1;
@@ -256,6 +506,159 @@ impl StreamScanner {
             if chunk.unterminated && tail.last() != Some(&b'\n') {
                 self.lines += 1;
             }
+        }
+        // Keep the chunk's last complete line for a wrapped line that continues in the next.
+        self.carry = carry;
+        self.carry.clear();
+        if let Some(body) = data.strip_suffix(b"\n") {
+            let s = memchr::memrchr(b'\n', body).map_or(0, |i| i + 1);
+            let last = trim_cr(&body[s..]);
+            if last.len() <= PIECE_MAX {
+                self.carry.extend_from_slice(last);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::incidents::{Engine, EngineConfig};
+    use crate::model::Kind;
+    use proptest::prelude::*;
+    use std::sync::OnceLock;
+
+    /// Failures with long lines, in the wordings upstream code prints (sources beside each).
+    const FAILURES: &[&str] = &[
+        // ProcessGroupNCCL.cpp WorkNCCL::checkTimeout.
+        "[rank3]:[E1202 10:00:01.123456 ProcessGroupNCCL.cpp:1590] [PG 0 (default_pg) Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600005 milliseconds before timing out.",
+        // c10/cuda/CUDACachingAllocator.cpp OOM message.
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 6.25 MiB is free. Process 12345 has 79.14 GiB memory in use.",
+        // aten/src/ATen/native/cuda/IndexKernel.cu assert, then the c10 CUDA error.
+        "../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [3,0,0], thread: [17,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.\nTraceback (most recent call last):\n  File \"/workspace/train.py\", line 88, in <module>\n    loss.backward()\n[2024-12-02 10:00:01,123] [ERROR] [worker.py:311] [rank0]: RuntimeError: CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.",
+        // NCCL transport/net_ib.cc.
+        "node01:1234:5678 [3] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<52362> with error 12, opcode 0, len 0, vendor err 129 (Send) localGid ::ffff:10.0.0.1 remoteGid ::ffff:10.0.0.2",
+        // tensorflow/core/framework/op_kernel.cc OP_REQUIRES with the BFC allocator's OOM.
+        "2024-01-01 10:00:00.000000: W tensorflow/core/framework/op_kernel.cc:1780] OP_REQUIRES failed at matmul_op_impl.h:731 : RESOURCE_EXHAUSTED: OOM when allocating tensor with shape[8192,8192] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+        // torch/csrc/distributed/c10d/socket.cpp.
+        "[W1202 10:00:00.000000 100 torch/csrc/distributed/c10d/socket.cpp:752] [c10d] The client socket has failed to connect to [node01.cluster.local]:29500 (errno: 111 - Connection refused).",
+        // XLA surfacing a CUDA driver error.
+        "E1202 10:00:00.000000    1234 pjrt_stream_executor_client.cc:2809] Execution of replica 0 failed: INTERNAL: Failed to complete all kernels launched on stream 0x55d1: CUDA error: Could not synchronize CUDA stream: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered",
+        // jax/xla BFC allocator.
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes. BufferAssignment OOM Debugging.",
+        // ProcessGroupNCCL.cpp heartbeatMonitor.
+        "[rank5]:[E1202 10:00:00.000000 200 ProcessGroupNCCL.cpp:1444] [PG 0 Rank 5] Heartbeat monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()=1",
+        // Hugging Face Trainer metrics dict.
+        "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 1.9999e-05, 'epoch': 0.01, 'num_input_tokens_seen': 123456}",
+    ];
+
+    fn det() -> &'static DetectorSet {
+        static D: OnceLock<DetectorSet> = OnceLock::new();
+        D.get_or_init(DetectorSet::builtin)
+    }
+
+    /// The (kind, category) of the first incident `text` yields through scanner and engine.
+    fn first(text: &str) -> Option<(Kind, String)> {
+        let mut sc = StreamScanner::new(Format::Plain, 1 << 16, 1);
+        let mut findings = Vec::new();
+        let chunk = Chunk {
+            data: text.as_bytes(),
+            offset: 0,
+            truncated: false,
+            unterminated: !text.ends_with('\n'),
+        };
+        sc.feed(&chunk, det(), 0, &mut findings);
+        sc.finish(det(), 0, &mut findings);
+        let mut e = Engine::new(EngineConfig::default());
+        for f in findings {
+            e.observe(0, f);
+        }
+        e.flush_all();
+        e.drain()
+            .into_iter()
+            .filter(|u| u.closed)
+            .map(|u| (u.incident.kind, u.incident.category))
+            .next()
+    }
+
+    /// Hard-wraps every line at `width` characters; with `prefix_pieces`, continuation pieces
+    /// repeat the line's rank prefix (as when a rank's own output was wrapped before the
+    /// launcher prefixed it).
+    fn wrap(text: &str, width: usize, prefix_pieces: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        for line in text.lines() {
+            let prefix = rank_prefix(line.as_bytes())
+                .and_then(|p| std::str::from_utf8(p).ok())
+                .unwrap_or("");
+            let chars: Vec<char> = line.chars().collect();
+            for (i, piece) in chars.chunks(width).enumerate() {
+                let piece: String = piece.iter().collect();
+                if i > 0 && prefix_pieces {
+                    out.push(format!("{prefix}{piece}"));
+                } else {
+                    out.push(piece);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_failure_is_recognised_unwrapped() {
+        for f in FAILURES {
+            assert!(first(f).is_some(), "{f}");
+        }
+    }
+
+    #[test]
+    fn every_wrap_width_keeps_kind_and_family() {
+        for f in FAILURES {
+            let want = first(f);
+            for width in 80..=140 {
+                for prefix_pieces in [false, true] {
+                    let wrapped = wrap(f, width, prefix_pieces).join("\n");
+                    assert_eq!(first(&wrapped), want, "width {width}:\n{wrapped}");
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Two ranks' wrapped output interleaved piece by piece still gives each failure's kind
+        /// and family.
+        #[test]
+        fn interleaved_ranks_keep_kind_and_family(
+            which in 0..FAILURES.len(),
+            width in 80usize..=140,
+            seed in any::<u64>(),
+        ) {
+            let f = FAILURES[which];
+            let want = first(f);
+            let mut a = Vec::new();
+            let mut b = Vec::new();
+            for l in f.lines() {
+                let body = rank_prefix(l.as_bytes()).map_or(l, |p| &l[p.len()..]);
+                a.push(format!("[rank0]:{body}"));
+                b.push(format!("[rank1]:NCCL INFO Channel {seed:x} via P2P/IPC/read {body:.20}"));
+            }
+            let a = wrap(&a.join("\n"), width, true);
+            let b = wrap(&b.join("\n"), width, true);
+            let mut mixed = Vec::new();
+            let mut bits = seed;
+            let (mut i, mut j) = (0, 0);
+            while i < a.len() || j < b.len() {
+                if j >= b.len() || (i < a.len() && bits & 1 == 0) {
+                    mixed.push(a[i].clone());
+                    i += 1;
+                } else {
+                    mixed.push(b[j].clone());
+                    j += 1;
+                }
+                bits = bits.rotate_right(1);
+            }
+            prop_assert_eq!(first(&mixed.join("\n")), want);
         }
     }
 }

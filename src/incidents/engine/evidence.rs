@@ -4,9 +4,10 @@
 //! the shared bounds ([`Cx`]). Window expiry and closing on time live in the engine itself.
 
 use super::{EngineConfig, Open, PendingTraceback, StreamState, Update, MAX_IDENTITIES};
-use crate::detect::{sxid as sxidcat, xid as xidparse, xid_catalog};
+use crate::detect::{elastic, sxid as sxidcat, xid as xidparse, xid_catalog};
 use crate::model::{
-    truncate_utf8, AssertSite, Blame, Finding, GpuDriverEventKind, Incident, Kind, SxidSeverity,
+    truncate_utf8, AssertSite, Blame, Finding, GpuDriverEventKind, Incident, Kind, RootCause,
+    SxidSeverity,
 };
 use std::collections::BTreeMap;
 
@@ -87,12 +88,48 @@ pub(super) fn frame(
     }
 }
 
-/// A hint line or C++ frame joins the open incident, never starts one.
+/// A hint line or C++ frame joins the open incident, never starts one. The lines of torchrun's
+/// `ChildFailedError` summary also name the failure's root cause (the first rank that failed),
+/// which then heads the incident's message.
 pub(super) fn continuation(st: &mut StreamState, f: &Finding, cx: &mut Cx<'_>) {
     if let Some(o) = st.open.as_mut() {
         extend(o, f, cx.cfg);
+        if elastic::fold(&mut o.inc.root_cause, &f.text) {
+            if let Some(rc) = &o.inc.root_cause {
+                let head = root_cause_headline(rc);
+                let msg = o.inc.message.take().unwrap_or_default();
+                let rest = msg
+                    .split_once(ROOT_CAUSE_SEP)
+                    .map_or(msg.as_str(), |(_, r)| r);
+                let joined = if rest.is_empty() {
+                    head
+                } else {
+                    format!("{head}{ROOT_CAUSE_SEP}{rest}")
+                };
+                o.inc.message = Some(truncate_utf8(&joined, cx.cfg.excerpt_line_bytes));
+            }
+        }
         cx.dirty.push(o.key);
     }
+}
+
+/// Separates the root-cause headline from the failure's own message.
+const ROOT_CAUSE_SEP: &str = " | ";
+
+/// "root cause: rank 3 (local_rank 3) on node01, exitcode -6": what a person reads first.
+fn root_cause_headline(rc: &RootCause) -> String {
+    let mut s = String::from("root cause: rank ");
+    s.push_str(&rc.rank.map_or("?".to_owned(), |r| r.to_string()));
+    if let Some(l) = rc.local_rank {
+        s.push_str(&format!(" (local_rank {l})"));
+    }
+    if let Some(h) = &rc.host {
+        s.push_str(&format!(" on {h}"));
+    }
+    if let Some(e) = rc.exitcode {
+        s.push_str(&format!(", exitcode {e}"));
+    }
+    s
 }
 
 /// A device `assert` line: opens a device-assert incident or joins the open one.
@@ -537,6 +574,7 @@ fn new_incident(
         excerpt_truncated: false,
         first_at_ms: f.at_ms,
         anchor: f.offset.map(|o| (o, crc32fast::hash(f.text.as_bytes()))),
+        root_cause: None,
     }
 }
 
@@ -618,4 +656,80 @@ fn attach_traceback(tb: &mut PendingTraceback, o: &mut Open, seq: u64, cfg: &Eng
         }
     }
     *tb = PendingTraceback::default();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Engine, EngineConfig};
+    use crate::detect::DetectorSet;
+    use crate::model::{Finding, Incident, Kind};
+
+    fn run(text: &str) -> Vec<Incident> {
+        let d = DetectorSet::builtin();
+        let mut e = Engine::new(EngineConfig::default());
+        for (i, l) in text.lines().enumerate() {
+            if let Some(ev) = d.inspect(l) {
+                let n = i as u64 + 1;
+                e.observe(
+                    0,
+                    Finding {
+                        line: n,
+                        seq: n,
+                        offset: None,
+                        at_ms: 0,
+                        text: l.into(),
+                        evidence: ev,
+                    },
+                );
+            }
+        }
+        e.flush_all();
+        e.drain()
+            .into_iter()
+            .filter(|u| u.closed)
+            .map(|u| u.incident)
+            .collect()
+    }
+
+    #[test]
+    fn child_failed_summary_names_the_root_cause() {
+        // Template: torch/distributed/elastic/multiprocessing/errors/__init__.py.
+        let text = "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered
+E1202 10:00:05.000000 100 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: 1) local_rank: 1 (pid: 4242) of binary: /usr/bin/python3
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-12-02_10:00:05
+  host      : gpu-node-7
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 4242)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+";
+        let incs = run(text);
+        assert_eq!(incs.len(), 1, "{incs:#?}");
+        let i = &incs[0];
+        assert_eq!(i.kind, Kind::CudaError);
+        assert_eq!(i.category, "illegal_memory_access");
+        let rc = i.root_cause.as_ref().unwrap();
+        assert_eq!(
+            (rc.rank, rc.local_rank, rc.exitcode),
+            (Some(1), Some(1), Some(1))
+        );
+        assert_eq!(rc.host.as_deref(), Some("gpu-node-7"));
+        assert_eq!(rc.error_file, None);
+        let msg = i.message.as_deref().unwrap();
+        assert!(
+            msg.starts_with("root cause: rank 1 (local_rank 1) on gpu-node-7, exitcode 1 | "),
+            "{msg}"
+        );
+        assert!(msg.contains("illegal memory access"), "{msg}");
+    }
 }

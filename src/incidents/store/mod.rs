@@ -343,6 +343,7 @@ pub(crate) fn test_record() -> IncidentRecord {
             excerpt_truncated: false,
             first_at_ms: 0,
             anchor: None,
+            root_cause: None,
         },
     }
 }

@@ -116,9 +116,37 @@ pub struct Finding {
     pub offset: Option<u64>,
     /// Milliseconds on the caller's clock when the line was read (0 in one-shot scans).
     pub at_ms: u64,
-    /// The line as decoded, cut to the excerpt bound.
+    /// The line as decoded, cut to [`MAX_FINDING_TEXT`] bytes: the excerpt and the message
+    /// keep at most that much, so a finding never carries a whole over-long line.
     pub text: String,
+    /// CRC-32 of the whole line (before the cut): what anchors an incident's identity.
+    pub text_crc: u32,
     pub evidence: Evidence,
+}
+
+/// The most of a line a finding keeps (at least the engine's excerpt line bound).
+pub const MAX_FINDING_TEXT: usize = 4096;
+
+impl Finding {
+    /// A finding for the line `full`, keeping at most [`MAX_FINDING_TEXT`] bytes of it.
+    pub fn new(
+        line: u64,
+        seq: u64,
+        offset: Option<u64>,
+        at_ms: u64,
+        full: &str,
+        evidence: Evidence,
+    ) -> Finding {
+        Finding {
+            line,
+            seq,
+            offset,
+            at_ms,
+            text: truncate_utf8(full, MAX_FINDING_TEXT),
+            text_crc: crc32fast::hash(full.as_bytes()),
+            evidence,
+        }
+    }
 }
 
 /// What a line says. Strong evidence opens incidents; context only joins them.
@@ -306,6 +334,16 @@ pub fn truncate_utf8(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn findings_keep_at_least_the_excerpt_and_hash_the_whole_line() {
+        let cfg = crate::incidents::EngineConfig::default();
+        assert!(cfg.excerpt_line_bytes <= MAX_FINDING_TEXT);
+        let long = "x".repeat(100_000);
+        let f = Finding::new(1, 1, None, 0, &long, Evidence::Continuation);
+        assert!(f.text.len() <= MAX_FINDING_TEXT + '…'.len_utf8());
+        assert_eq!(f.text_crc, crc32fast::hash(long.as_bytes()));
+    }
 
     #[test]
     fn kind_round_trips() {

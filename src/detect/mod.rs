@@ -237,9 +237,11 @@ impl DetectorSet {
             detail.push(lit.to_owned());
             owners.push(o);
         };
-        add("Assertion `", Owner::Assert);
-        // Builds that print the expression without backticks: `thread: [0,0,0] Assertion t >= 0`.
-        add("] Assertion ", Owner::Assert);
+        // Every spelling of a device assert line (backticks, quotes, none, Markdown around it)
+        // contains the word; kernel_assert tells them apart and rejects the rest quickly.
+        for l in kernel_assert::LINE_LITERALS {
+            add(l, Owner::Assert);
+        }
         for (i, r) in HEADLINE_RULES.iter().enumerate() {
             for l in r.literals {
                 add(l, Owner::Headline(i));

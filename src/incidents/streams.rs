@@ -388,30 +388,30 @@ impl StreamTable {
         // The identity is context, not a finding of its own: it names the GPU's UUID.
         engine.observe(
             KERNEL_STREAM,
-            Finding {
+            Finding::new(
                 line,
-                seq: line,
-                offset: None,
+                line,
+                None,
                 at_ms,
-                text: String::new(),
-                evidence: Evidence::GpuIdentity {
+                "",
+                Evidence::GpuIdentity {
                     pci: normalize_bus(&gpu.pci_bus_id),
                     uuid: gpu.uuid.clone(),
                 },
-            },
+            ),
         );
         self.arrived.insert(KERNEL_STREAM, Instant::now());
         self.observe_all(
             engine,
             KERNEL_STREAM,
-            vec![Finding {
+            vec![Finding::new(
                 line,
-                seq: line,
-                offset: Some(when_ms),
+                line,
+                Some(when_ms),
                 at_ms,
-                text,
+                &text,
                 evidence,
-            }],
+            )],
         );
     }
 

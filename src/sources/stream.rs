@@ -425,14 +425,25 @@ impl StreamScanner {
             if gated {
                 self.follow = det.options().follow_lines;
             }
-            out.push(Finding {
-                line: line_no,
+            if matches!(evidence, crate::model::Evidence::KernelAssert { .. }) {
+                // A paste that lost its newlines holds several assert lines in one: each site
+                // (and each thread) counts.
+                let sites = crate::detect::kernel_assert::parse_all(&text);
+                if sites.len() > 1 {
+                    for ev in sites {
+                        out.push(Finding::new(line_no, seq, Some(offset), at_ms, &text, ev));
+                    }
+                    return;
+                }
+            }
+            out.push(Finding::new(
+                line_no,
                 seq,
-                offset: Some(offset),
+                Some(offset),
                 at_ms,
-                text,
+                &text,
                 evidence,
-            });
+            ));
         }
     }
 

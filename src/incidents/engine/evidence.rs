@@ -573,7 +573,7 @@ fn new_incident(
         excerpt: vec![truncate_utf8(&f.text, cfg.excerpt_line_bytes)],
         excerpt_truncated: false,
         first_at_ms: f.at_ms,
-        anchor: f.offset.map(|o| (o, crc32fast::hash(f.text.as_bytes()))),
+        anchor: f.offset.map(|o| (o, f.text_crc)),
         root_cause: None,
     }
 }
@@ -670,17 +670,7 @@ mod tests {
         for (i, l) in text.lines().enumerate() {
             if let Some(ev) = d.inspect(l) {
                 let n = i as u64 + 1;
-                e.observe(
-                    0,
-                    Finding {
-                        line: n,
-                        seq: n,
-                        offset: None,
-                        at_ms: 0,
-                        text: l.into(),
-                        evidence: ev,
-                    },
-                );
+                e.observe(0, Finding::new(n, n, None, 0, l, ev));
             }
         }
         e.flush_all();

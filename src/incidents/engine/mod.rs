@@ -382,17 +382,7 @@ mod tests {
         let mut e = Engine::new(EngineConfig::default());
         for (i, l) in text.lines().enumerate() {
             if let Some(ev) = d.inspect(l) {
-                e.observe(
-                    0,
-                    Finding {
-                        line: i as u64 + 1,
-                        seq: i as u64 + 1,
-                        offset: None,
-                        at_ms: 0,
-                        text: l.into(),
-                        evidence: ev,
-                    },
-                );
+                e.observe(0, Finding::new(i as u64 + 1, i as u64 + 1, None, 0, l, ev));
             }
         }
         e.flush_all();
@@ -627,14 +617,7 @@ NVRM: Xid (PCI:0000:00:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x025001c6
         let l = "RuntimeError: CUDA error: misaligned address";
         e.observe(
             1,
-            Finding {
-                line: 1,
-                seq: 1,
-                offset: Some(0),
-                at_ms: 1_000,
-                text: l.into(),
-                evidence: d.inspect(l).unwrap(),
-            },
+            Finding::new(1, 1, Some(0), 1_000, l, d.inspect(l).unwrap()),
         );
         let u = e.drain();
         assert_eq!(u.len(), 1);

@@ -1,0 +1,424 @@
+//! Scores the real `assertwatch scan` once on the fresh evaluation set in `tests/fresh/`.
+//!
+//! The fresh set is kept apart from the rule-writing material so that it measures how detection
+//! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
+//! and that every sample carries the required fields, then prints kind accuracy, family accuracy,
+//! false positives on the `none` samples, a per-kind table and the list of misses. Run it with
+//! `cargo test --test fresh_corpus -- --nocapture` to see the figures.
+
+// Tests start the real binary; the ban on Command::new guards the daemon's code.
+#![allow(clippy::disallowed_methods)]
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The set's files and the stream each one's samples may use.
+const FILES: [(&str, &[&str]); 3] = [
+    ("training-log.jsonl", &["training-log"]),
+    ("kernel-log.jsonl", &["kernel-log"]),
+    ("negatives.jsonl", &["training-log", "kernel-log"]),
+];
+
+/// Kinds a sample may expect; `sxid` is the NVSwitch kind the set already anticipates.
+const KINDS: [&str; 8] = [
+    "device_assert",
+    "cuda_error",
+    "oom",
+    "nccl_error",
+    "numeric",
+    "xid",
+    "sxid",
+    "none",
+];
+
+/// Fields every `expect` object carries (`sxid` is required only for `kind: sxid`).
+const EXPECT_FIELDS: [&str; 7] = [
+    "kind",
+    "category",
+    "xid",
+    "pci",
+    "assertion",
+    "kernel_file",
+    "pid",
+];
+
+/// The shared corpus's category vocabulary (its README), besides the `xid_<N>_<name>` pattern.
+const SHARED_VOCABULARY: [&str; 40] = [
+    "index_out_of_bounds",
+    "nll_target_out_of_range",
+    "embedding_index",
+    "index_add_out_of_range",
+    "scatter_gather_index",
+    "bce_input_range",
+    "bce_target_range",
+    "multinomial_invalid_probability",
+    "dynamic_cast",
+    "unknown",
+    "illegal_memory_access",
+    "misaligned_address",
+    "illegal_instruction",
+    "unspecified_launch_failure",
+    "ecc_uncorrectable",
+    "cublas_execution_failed",
+    "cudnn_execution_failed",
+    "cudnn_internal_error",
+    "cudnn_mapping_error",
+    "no_kernel_image",
+    "launch_out_of_resources",
+    "device_unavailable",
+    "nvlink_uncorrectable",
+    "cuda_oom",
+    "nccl_watchdog_timeout",
+    "nccl_unhandled_system_error",
+    "nccl_unhandled_cuda_error",
+    "nccl_ib_completion_error",
+    "nccl_connection_refused",
+    "non_finite_loss",
+    "inf_loss",
+    "nan_grad_norm",
+    "loss_scale_collapse",
+    "gpu_fallen_off_bus_no_xid",
+    "none",
+    "nvrm_non_xid",
+    "xid_79_fallen_off_bus",
+    "xid_13_graphics_engine_exception",
+    "xid_31_mmu_fault",
+    "xid_119_gsp_rpc_timeout",
+];
+
+struct Sample {
+    file: &'static str,
+    id: String,
+    stream: String,
+    text: String,
+    expect: Value,
+}
+
+#[derive(Default)]
+struct Tally {
+    total: u32,
+    kind_ok: u32,
+    family_ok: u32,
+    fields_ok: u32,
+}
+
+fn fresh_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fresh")
+}
+
+/// Categories `tests/fresh/README.md` lists in the table of its "## Categories" section (rows
+/// starting "| `name`").
+fn listed_categories(readme: &str) -> BTreeSet<String> {
+    readme
+        .lines()
+        .skip_while(|l| l.trim() != "## Categories")
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|rest| rest.split_once('`').map(|(name, _)| name.to_owned()))
+        .collect()
+}
+
+/// `xid_<N>_…` / `sxid_<N>_…` → the numeric prefix, which decides the family for those kinds.
+fn numbered_prefix(category: &str) -> Option<&str> {
+    let (head, rest) = category.split_once('_')?;
+    if head != "xid" && head != "sxid" {
+        return None;
+    }
+    let digits = rest.split('_').next()?;
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| &category[..head.len() + 1 + digits.len()])
+}
+
+fn is_known_category(category: &str, listed: &BTreeSet<String>) -> bool {
+    SHARED_VOCABULARY.contains(&category)
+        || listed.contains(category)
+        || numbered_prefix(category).is_some_and(|p| p.starts_with("xid_"))
+}
+
+/// Same family: equal categories, or the same Xid/SXid number whatever name follows it.
+fn same_family(want: &str, got: &str) -> bool {
+    want == got
+        || matches!((numbered_prefix(want), numbered_prefix(got)), (Some(a), Some(b)) if a == b)
+}
+
+fn load() -> Vec<Sample> {
+    let dir = fresh_dir();
+    let readme = std::fs::read_to_string(dir.join("README.md")).expect("tests/fresh/README.md");
+    let listed = listed_categories(&readme);
+    let mut ids = HashSet::new();
+    let mut samples = Vec::new();
+    for (file, streams) in FILES {
+        let text = std::fs::read_to_string(dir.join(file))
+            .unwrap_or_else(|e| panic!("tests/fresh/{file}: {e}"));
+        for (n, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let at = format!("{file}:{}", n + 1);
+            let s: Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{at}: bad JSON: {e}"));
+            let field = |k: &str| {
+                s[k].as_str()
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or_else(|| panic!("{at}: missing string field {k}"))
+                    .to_owned()
+            };
+            let (id, source, stream, text) =
+                (field("id"), field("source"), field("stream"), field("text"));
+            assert!(ids.insert(id.clone()), "{at}: duplicate id {id}");
+            assert!(
+                source.starts_with("https://") || source.starts_with("http://"),
+                "{id}: source is not a URL"
+            );
+            assert!(
+                streams.contains(&stream.as_str()),
+                "{id}: stream {stream} not allowed in {file}"
+            );
+            let exp = s["expect"]
+                .as_object()
+                .unwrap_or_else(|| panic!("{id}: no expect object"));
+            for f in EXPECT_FIELDS {
+                assert!(exp.contains_key(f), "{id}: expect.{f} missing");
+            }
+            let kind = exp["kind"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{id}: expect.kind not a string"));
+            assert!(KINDS.contains(&kind), "{id}: unknown kind {kind}");
+            let category = exp["category"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{id}: expect.category not a string"));
+            assert!(is_known_category(category, &listed), "{id}: category {category} is neither in the shared vocabulary nor listed in tests/fresh/README.md");
+            if kind == "sxid" {
+                assert!(
+                    exp.get("sxid").is_some_and(Value::is_u64),
+                    "{id}: kind sxid needs a numeric expect.sxid"
+                );
+                assert!(
+                    exp["xid"].is_null(),
+                    "{id}: kind sxid needs expect.xid null"
+                );
+            }
+            if file == "negatives.jsonl" {
+                assert_eq!(kind, "none", "{id}: negatives.jsonl holds only kind none");
+            }
+            samples.push(Sample {
+                file,
+                id,
+                stream,
+                text,
+                expect: s["expect"].clone(),
+            });
+        }
+    }
+    samples
+}
+
+/// Runs `assertwatch scan --format jsonl --stream <stream> -` on `text`.
+fn scan(stream: &str, text: &str) -> Result<Vec<Value>, String> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_assertwatch"))
+        .args(["scan", "--format", "jsonl", "--stream", stream, "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("spawn: {e}"))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let data = text.as_bytes().to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&data));
+    let out = child.wait_with_output().map_err(|e| format!("wait: {e}"))?;
+    let _ = writer.join();
+    if !out.status.success() {
+        return Err(format!(
+            "exit {:?}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("bad JSON line {l:?}: {e}")))
+        .collect()
+}
+
+fn pct(n: u32, d: u32) -> f64 {
+    100.0 * f64::from(n) / f64::from(d.max(1))
+}
+
+#[test]
+fn fresh_set_scores() {
+    let samples = load();
+    let mut per_kind: BTreeMap<String, Tally> = BTreeMap::new();
+    let (mut shared_fam, mut new_fam) = (Tally::default(), Tally::default());
+    let (mut neg_total, mut neg_fp) = (0u32, 0u32);
+    let mut misses = Vec::new();
+    for s in &samples {
+        let want_kind = s.expect["kind"].as_str().unwrap_or_default();
+        let want_cat = s.expect["category"].as_str().unwrap_or_default();
+        let got = match scan(&s.stream, &s.text) {
+            Ok(incs) => incs,
+            Err(e) => {
+                misses.push(format!("{:<58} scan failed: {e}", s.id));
+                if want_kind != "none" {
+                    per_kind.entry(want_kind.to_owned()).or_default().total += 1;
+                }
+                continue;
+            }
+        };
+        if want_kind == "none" {
+            neg_total += 1;
+            if let Some(first) = got.first() {
+                neg_fp += 1;
+                misses.push(format!(
+                    "{:<58} false positive ({}): {} / {}",
+                    s.id, s.file, first["kind"], first["category"]
+                ));
+            }
+            continue;
+        }
+        let t = per_kind.entry(want_kind.to_owned()).or_default();
+        t.total += 1;
+        let shared_vocab = SHARED_VOCABULARY.contains(&want_cat)
+            || numbered_prefix(want_cat).is_some_and(|p| p.starts_with("xid_"));
+        let fam = if shared_vocab {
+            &mut shared_fam
+        } else {
+            &mut new_fam
+        };
+        fam.total += 1;
+        let Some(first) = got.first() else {
+            misses.push(format!(
+                "{:<58} want {want_kind}/{want_cat}, got nothing",
+                s.id
+            ));
+            continue;
+        };
+        let got_kind = first["kind"].as_str().unwrap_or_default();
+        let got_cat = first["category"].as_str().unwrap_or_default();
+        if got_kind != want_kind {
+            misses.push(format!(
+                "{:<58} want {want_kind}/{want_cat}, got {got_kind}/{got_cat}",
+                s.id
+            ));
+            continue;
+        }
+        t.kind_ok += 1;
+        fam.kind_ok += 1;
+        if !same_family(want_cat, got_cat) {
+            misses.push(format!(
+                "{:<58} kind ok, family: want {want_cat}, got {got_cat}",
+                s.id
+            ));
+            continue;
+        }
+        t.family_ok += 1;
+        fam.family_ok += 1;
+        let mut bad = Vec::new();
+        for f in ["xid", "sxid", "pci", "assertion", "kernel_file", "pid"] {
+            if let Some(want) = s.expect.get(f) {
+                let g = first.get(f).unwrap_or(&Value::Null);
+                if g != want {
+                    bad.push(format!("{f}: got {g} want {want}"));
+                }
+            }
+        }
+        if bad.is_empty() {
+            t.fields_ok += 1;
+        } else {
+            misses.push(format!(
+                "{:<58} family ok, fields: {}",
+                s.id,
+                bad.join("; ")
+            ));
+        }
+    }
+
+    let all = per_kind.values().fold(Tally::default(), |a, t| Tally {
+        total: a.total + t.total,
+        kind_ok: a.kind_ok + t.kind_ok,
+        family_ok: a.family_ok + t.family_ok,
+        fields_ok: a.fields_ok + t.fields_ok,
+    });
+    eprintln!(
+        "\nfresh evaluation set: {} samples ({} with an incident, {} none)",
+        samples.len(),
+        all.total,
+        neg_total
+    );
+    eprintln!(
+        "  {:<15} {:>5} {:>15} {:>15} {:>15}",
+        "kind", "n", "kind ok", "family ok", "fields ok"
+    );
+    for (k, t) in &per_kind {
+        eprintln!(
+            "  {k:<15} {:>5} {:>8} {:>5.1}% {:>8} {:>5.1}% {:>8} {:>5.1}%",
+            t.total,
+            t.kind_ok,
+            pct(t.kind_ok, t.total),
+            t.family_ok,
+            pct(t.family_ok, t.total),
+            t.fields_ok,
+            pct(t.fields_ok, t.total)
+        );
+    }
+    eprintln!(
+        "  {:<15} {:>5} {:>8} {:>5.1}% {:>8} {:>5.1}% {:>8} {:>5.1}%",
+        "all",
+        all.total,
+        all.kind_ok,
+        pct(all.kind_ok, all.total),
+        all.family_ok,
+        pct(all.family_ok, all.total),
+        all.fields_ok,
+        pct(all.fields_ok, all.total)
+    );
+    eprintln!(
+        "  family on shared-vocabulary categories: {}/{} ({:.1}%); on categories this set proposes: {}/{} ({:.1}%)",
+        shared_fam.family_ok, shared_fam.total, pct(shared_fam.family_ok, shared_fam.total),
+        new_fam.family_ok, new_fam.total, pct(new_fam.family_ok, new_fam.total)
+    );
+    eprintln!(
+        "  false positives on none samples: {neg_fp}/{neg_total} ({:.1}%)",
+        pct(neg_fp, neg_total)
+    );
+    eprintln!("\nmisses ({}):", misses.len());
+    for m in &misses {
+        eprintln!("  {m}");
+    }
+}
+
+#[cfg(test)]
+mod helpers {
+    use super::*;
+
+    #[test]
+    fn numbered_prefix_reads_xid_and_sxid_numbers() {
+        assert_eq!(numbered_prefix("xid_79_fallen_off_bus"), Some("xid_79"));
+        assert_eq!(numbered_prefix("sxid_12028_egress"), Some("sxid_12028"));
+        assert_eq!(numbered_prefix("xid_"), None);
+        assert_eq!(numbered_prefix("cuda_oom"), None);
+    }
+
+    #[test]
+    fn same_family_accepts_other_names_for_one_xid() {
+        assert!(same_family("xid_62_pmu_halt_error", "xid_62_pmu_halt"));
+        assert!(!same_family(
+            "xid_62_pmu_halt_error",
+            "xid_61_pmu_breakpoint"
+        ));
+        assert!(!same_family("cuda_oom", "nccl_watchdog_timeout"));
+    }
+
+    #[test]
+    fn listed_categories_reads_the_readme_table() {
+        let md = "| `file.jsonl` | a |\n## Categories\n\n| category | meaning |\n|---|---|\n| `c10d_store_connect_failed` | x |\n## Known gaps\n| `other` | y |\n";
+        let got = listed_categories(md);
+        assert!(got.contains("c10d_store_connect_failed"));
+        assert!(!got.contains("file.jsonl") && !got.contains("other"));
+    }
+}

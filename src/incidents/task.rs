@@ -8,12 +8,13 @@
 
 use crate::incidents::correlate::{blame_with_links, Correlator};
 use crate::incidents::limits::{FloodLimits, Verdict};
+use crate::incidents::pods::{kube_ref, PodAttribution};
 use crate::incidents::recorder::{Recorder, Written};
 use crate::incidents::store::now_ms;
 use crate::incidents::streams::StreamTable;
 use crate::incidents::{Engine, Update};
 use crate::metrics::Metrics;
-use crate::model::{Blame, GpuRef, IncidentRecord, Kind, ReplayDone, SlurmRef};
+use crate::model::{Blame, GpuRef, IncidentRecord, Kind, KubeRef, ReplayDone, SlurmRef};
 use crate::sinks::{Change, IncidentEvent, Sinks};
 use crate::sources::kmsg::reader::{self as kreader, KernelBatch};
 use assertwatch_gpu::{GpuEvent, GpuId, GpuSnapshot};
@@ -65,6 +66,9 @@ pub struct IncidentTask {
     pub proc_root: PathBuf,
     /// Slurm attribution by pid, cached (a pid is looked up once per burst of incidents).
     pub slurm_by_pid: HashMap<u32, Option<SlurmRef>>,
+    /// This node's pod cache (with `kubernetes.enabled`): the pod's uid, image and workload on
+    /// each record, and the failing pod captured when its incident opens.
+    pub pods: Option<PodAttribution>,
 }
 
 /// Pids whose Slurm attribution is cached; the cache is cleared when full.
@@ -216,6 +220,47 @@ impl IncidentTask {
             .unwrap_or_default()
     }
 
+    /// The pod of an incident without a pod log path: the pod of the GPU process with the
+    /// incident's pid (an Xid names the host pid), from the latest GPU snapshot.
+    fn gpu_process_pod(&self, pid: Option<u32>) -> Option<crate::sources::k8s::PodRef> {
+        let pid = pid?;
+        let rx = self.gpus.as_ref()?;
+        let snap = rx.borrow();
+        let p = snap
+            .gpus
+            .iter()
+            .flat_map(|g| g.processes.iter())
+            .find(|p| p.pid == pid)?
+            .pod
+            .clone()?;
+        Some(crate::sources::k8s::PodRef {
+            namespace: p.namespace,
+            pod: p.pod,
+            uid: String::new(),
+            container: p.container.unwrap_or_default(),
+        })
+    }
+
+    /// The pod cache's fields for the incident's pod, and the cached pod itself.
+    fn kube_for(
+        &self,
+        pod: Option<&crate::sources::k8s::PodRef>,
+    ) -> (
+        KubeRef,
+        Option<std::sync::Arc<assertwatch_kube::pods::CachedPod>>,
+    ) {
+        let (Some(attr), Some(p)) = (self.pods.as_ref(), pod) else {
+            return (KubeRef::default(), None);
+        };
+        match attr.lookup(&p.namespace, &p.pod, Some(p.uid.as_str())) {
+            Some(c) => {
+                let container = Some(p.container.as_str()).filter(|c| !c.is_empty());
+                (kube_ref(&c, container), Some(c))
+            }
+            None => (KubeRef::default(), None),
+        }
+    }
+
     async fn apply(&mut self, u: Update) {
         let Some(info) = self.streams.info(u.stream).cloned() else {
             return;
@@ -264,12 +309,21 @@ impl IncidentTask {
         });
         let id = self.recorder.id_of(u.key);
         let related = id.map(|id| self.correlator.related(id)).unwrap_or_default();
-        let pod = info.pod.as_ref();
+        let gpu_pod = match &info.pod {
+            Some(_) => None,
+            None if self.pods.is_some() => self.gpu_process_pod(inc.pid),
+            None => None,
+        };
+        let pod = info.pod.as_ref().or(gpu_pod.as_ref());
+        let (kube, cached) = self.kube_for(pod);
         let slurm = self.slurm_for(info.slurm.clone(), inc.pid, inc.pci.as_deref());
         let training_job = crate::incidents::correlate::training_job(
             slurm.slurm_job_id.as_deref(),
             pod.map(|p| p.namespace.as_str()),
             pod.map(|p| p.pod.as_str()),
+            kube.workload_kind
+                .as_deref()
+                .zip(kube.workload_name.as_deref()),
             source.path(),
         );
         let caused_by = id.and_then(|id| self.correlator.caused_by(id));
@@ -284,7 +338,10 @@ impl IncidentTask {
             source_name: info.source_name.clone(),
             namespace: pod.map(|p| p.namespace.clone()),
             pod: pod.map(|p| p.pod.clone()),
-            container: pod.map(|p| p.container.clone()),
+            container: pod
+                .map(|p| p.container.clone())
+                .filter(|c| !c.is_empty() || info.pod.is_some()),
+            kube,
             gpu,
             repro: id.and_then(|id| self.recorder.replay_of(id).cloned()),
             open: !u.closed,
@@ -300,6 +357,10 @@ impl IncidentTask {
             Change::Updated
         };
         for w in self.recorder.record(u.key, dedup, change, rec).await {
+            // The failing pod, kept for the replay: it is often deleted seconds later.
+            if let (Change::Opened, Some(attr), Some(c)) = (w.change, &self.pods, &cached) {
+                attr.captured.insert(w.record.id, c.clone());
+            }
             self.after_write(w).await;
         }
     }

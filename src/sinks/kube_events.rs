@@ -96,7 +96,8 @@ fn regarding(r: &IncidentRecord) -> Option<Regarding> {
     Some(Regarding::Pod {
         namespace: r.namespace.clone().filter(|s| !s.is_empty())?,
         name: r.pod.clone().filter(|s| !s.is_empty())?,
-        uid: None,
+        // From the pod cache, where it runs: the Event then names this pod, not a namesake.
+        uid: r.kube.pod_uid.clone(),
         container: r.container.clone(),
     })
 }

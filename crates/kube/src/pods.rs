@@ -371,14 +371,17 @@ impl PodCache {
 /// the oldest capture goes first past [`CapturedPods::MAX`]. Cheap to clone.
 #[derive(Clone, Default)]
 pub struct CapturedPods {
-    inner: Arc<std::sync::Mutex<(HashMap<i64, Arc<CachedPod>>, VecDeque<i64>)>>,
+    inner: Arc<std::sync::Mutex<Captures>>,
 }
+
+/// Captured pods by incident id, and the ids oldest first.
+type Captures = (HashMap<i64, Arc<CachedPod>>, VecDeque<i64>);
 
 impl CapturedPods {
     /// Captures kept (a training pod is a few kB in its compact form).
     pub const MAX: usize = 256;
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, (HashMap<i64, Arc<CachedPod>>, VecDeque<i64>)> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Captures> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -4,6 +4,8 @@
 //! Everything here reads the cache the pod watch keeps current; no incident makes an API call.
 
 use crate::model::KubeRef;
+use crate::sources::k8s::PodRef;
+use assertwatch_gpu::GpuSnapshot;
 use assertwatch_kube::pods::{CachedPod, CapturedPods, PodCache};
 use std::sync::Arc;
 
@@ -23,6 +25,44 @@ impl PodAttribution {
             .and_then(|u| self.cache.by_uid(u))
             .or_else(|| self.cache.get(namespace, pod))
     }
+}
+
+/// The pod cache's fields for an incident's pod (none without a cache or a pod), and the cached
+/// pod itself (to capture when the incident opens).
+pub fn attribute(
+    attr: Option<&PodAttribution>,
+    pod: Option<&PodRef>,
+) -> (KubeRef, Option<Arc<CachedPod>>) {
+    let (Some(attr), Some(p)) = (attr, pod) else {
+        return (KubeRef::default(), None);
+    };
+    match attr.lookup(&p.namespace, &p.pod, Some(p.uid.as_str())) {
+        Some(c) => {
+            let container = Some(p.container.as_str()).filter(|c| !c.is_empty());
+            (kube_ref(&c, container), Some(c))
+        }
+        None => (KubeRef::default(), None),
+    }
+}
+
+/// The pod of an incident without a pod log path: that of the GPU process with the incident's
+/// pid (an Xid names the host pid), from a GPU snapshot. The container is empty where the GPU
+/// layer could not tell it.
+pub fn gpu_process_pod(snap: &GpuSnapshot, pid: Option<u32>) -> Option<PodRef> {
+    let pid = pid?;
+    let p = snap
+        .gpus
+        .iter()
+        .flat_map(|g| g.processes.iter())
+        .find(|p| p.pid == pid)?
+        .pod
+        .clone()?;
+    Some(PodRef {
+        namespace: p.namespace,
+        pod: p.pod,
+        uid: String::new(),
+        container: p.container.unwrap_or_default(),
+    })
 }
 
 /// The record fields `pod` gives, for `container` (its image and digest) where named; with no
@@ -92,6 +132,72 @@ mod tests {
             (k.image, k.workload_kind.as_deref()),
             (None, Some("PyTorchJob"))
         );
+    }
+
+    #[test]
+    fn attribution_by_log_path_or_gpu_process() {
+        let a = PodAttribution::default();
+        let p = fixture("pytorchjob-worker.yaml");
+        let (ns, name, uid) = (
+            p.metadata.namespace.clone().unwrap(),
+            p.metadata.name.clone().unwrap(),
+            p.metadata.uid.clone().unwrap(),
+        );
+        let container = p.spec.as_ref().unwrap().containers[0].name.clone();
+        a.cache.apply(p);
+        let from_log = PodRef {
+            namespace: ns.clone(),
+            pod: name.clone(),
+            uid: uid.clone(),
+            container: container.clone(),
+        };
+        let (k, cached) = attribute(Some(&a), Some(&from_log));
+        assert_eq!(k.workload_kind.as_deref(), Some("PyTorchJob"));
+        assert!(k.image.is_some());
+        assert_eq!(cached.unwrap().info.uid, uid);
+        // No cache (kubernetes off), no pod, or a pod the cache does not know: nothing.
+        assert_eq!(attribute(None, Some(&from_log)).0, KubeRef::default());
+        assert!(attribute(Some(&a), None).1.is_none());
+        let stranger = PodRef {
+            pod: "stranger".into(),
+            uid: String::new(),
+            ..from_log.clone()
+        };
+        assert!(attribute(Some(&a), Some(&stranger)).1.is_none());
+
+        // An Xid naming pid 4242: the pod NVML's process list attributes it to.
+        let mut snap = GpuSnapshot::down("fake");
+        snap.gpus = vec![assertwatch_gpu::GpuState {
+            id: assertwatch_gpu::GpuId {
+                index: 0,
+                uuid: "GPU-0".into(),
+                pci_bus_id: "00000000:17:00.0".into(),
+            },
+            info: Default::default(),
+            sample: Default::default(),
+            processes: vec![assertwatch_gpu::GpuProcess {
+                pid: 4242,
+                name: None,
+                used_memory_bytes: None,
+                pod: Some(assertwatch_gpu::PodRef {
+                    namespace: ns.clone(),
+                    pod: name.clone(),
+                    container: None,
+                }),
+            }],
+            lost: false,
+        }];
+        assert!(gpu_process_pod(&snap, Some(1)).is_none());
+        assert!(gpu_process_pod(&snap, None).is_none());
+        let via_gpu = gpu_process_pod(&snap, Some(4242)).unwrap();
+        assert_eq!(
+            (via_gpu.pod.as_str(), via_gpu.container.as_str()),
+            (name.as_str(), "")
+        );
+        let (k, _) = attribute(Some(&a), Some(&via_gpu));
+        assert_eq!(k.pod_uid.as_deref(), Some(uid.as_str()));
+        // The same workload either way.
+        assert_eq!(k.workload_name.as_deref(), Some("llama-ft"));
     }
 
     #[test]

@@ -8,13 +8,13 @@
 
 use crate::incidents::correlate::{blame_with_links, Correlator};
 use crate::incidents::limits::{FloodLimits, Verdict};
-use crate::incidents::pods::{kube_ref, PodAttribution};
+use crate::incidents::pods::{attribute, gpu_process_pod, PodAttribution};
 use crate::incidents::recorder::{Recorder, Written};
 use crate::incidents::store::now_ms;
 use crate::incidents::streams::StreamTable;
 use crate::incidents::{Engine, Update};
 use crate::metrics::Metrics;
-use crate::model::{Blame, GpuRef, IncidentRecord, Kind, KubeRef, ReplayDone, SlurmRef};
+use crate::model::{Blame, GpuRef, IncidentRecord, Kind, ReplayDone, SlurmRef};
 use crate::sinks::{Change, IncidentEvent, Sinks};
 use crate::sources::kmsg::reader::{self as kreader, KernelBatch};
 use assertwatch_gpu::{GpuEvent, GpuId, GpuSnapshot};
@@ -220,47 +220,6 @@ impl IncidentTask {
             .unwrap_or_default()
     }
 
-    /// The pod of an incident without a pod log path: the pod of the GPU process with the
-    /// incident's pid (an Xid names the host pid), from the latest GPU snapshot.
-    fn gpu_process_pod(&self, pid: Option<u32>) -> Option<crate::sources::k8s::PodRef> {
-        let pid = pid?;
-        let rx = self.gpus.as_ref()?;
-        let snap = rx.borrow();
-        let p = snap
-            .gpus
-            .iter()
-            .flat_map(|g| g.processes.iter())
-            .find(|p| p.pid == pid)?
-            .pod
-            .clone()?;
-        Some(crate::sources::k8s::PodRef {
-            namespace: p.namespace,
-            pod: p.pod,
-            uid: String::new(),
-            container: p.container.unwrap_or_default(),
-        })
-    }
-
-    /// The pod cache's fields for the incident's pod, and the cached pod itself.
-    fn kube_for(
-        &self,
-        pod: Option<&crate::sources::k8s::PodRef>,
-    ) -> (
-        KubeRef,
-        Option<std::sync::Arc<assertwatch_kube::pods::CachedPod>>,
-    ) {
-        let (Some(attr), Some(p)) = (self.pods.as_ref(), pod) else {
-            return (KubeRef::default(), None);
-        };
-        match attr.lookup(&p.namespace, &p.pod, Some(p.uid.as_str())) {
-            Some(c) => {
-                let container = Some(p.container.as_str()).filter(|c| !c.is_empty());
-                (kube_ref(&c, container), Some(c))
-            }
-            None => (KubeRef::default(), None),
-        }
-    }
-
     async fn apply(&mut self, u: Update) {
         let Some(info) = self.streams.info(u.stream).cloned() else {
             return;
@@ -309,13 +268,12 @@ impl IncidentTask {
         });
         let id = self.recorder.id_of(u.key);
         let related = id.map(|id| self.correlator.related(id)).unwrap_or_default();
-        let gpu_pod = match &info.pod {
-            Some(_) => None,
-            None if self.pods.is_some() => self.gpu_process_pod(inc.pid),
-            None => None,
+        let gpu_pod = match (&info.pod, &self.pods, &self.gpus) {
+            (None, Some(_), Some(rx)) => gpu_process_pod(&rx.borrow(), inc.pid),
+            _ => None,
         };
         let pod = info.pod.as_ref().or(gpu_pod.as_ref());
-        let (kube, cached) = self.kube_for(pod);
+        let (kube, cached) = attribute(self.pods.as_ref(), pod);
         let slurm = self.slurm_for(info.slurm.clone(), inc.pid, inc.pci.as_deref());
         let training_job = crate::incidents::correlate::training_job(
             slurm.slurm_job_id.as_deref(),

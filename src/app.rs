@@ -258,6 +258,15 @@ pub async fn run(cfg: Config, opts: RunOptions) -> anyhow::Result<Exit> {
         }
         None => None,
     };
+    // The Kubernetes API (`kubernetes.enabled`): this node's pod cache for attribution, the
+    // failing pods captured for replays as pods, and the Events and node-condition sinks.
+    let kube_api = sinks::kube_events::connect(&cfg, &metrics.registry).await?;
+    let pods = kube_api.as_ref().map(|api| {
+        let attr = crate::incidents::pods::PodAttribution::default();
+        let (cache, client, node) = (attr.cache.clone(), api.client(), cfg.node_name.clone());
+        tokio::spawn(async move { cache.run(client, &node).await });
+        attr
+    });
     let replays = if cfg.repro.enabled {
         let m = assertwatch_repro::Metrics::from_handles(
             metrics.repro_runs.clone(),
@@ -274,11 +283,23 @@ pub async fn run(cfg: Config, opts: RunOptions) -> anyhow::Result<Exit> {
         );
         let (jobs_tx, jobs_rx) = mpsc::channel(crate::actions::repro::QUEUE);
         let (done_tx, done_rx) = mpsc::channel(16);
+        let kube_replays = match (&kube_api, &pods) {
+            (Some(api), Some(attr)) if cfg.repro.kubernetes.enabled => {
+                Some(Arc::new(crate::actions::kube_replay::KubeReplays::new(
+                    api.clone(),
+                    attr.captured.clone(),
+                    cfg.repro.kubernetes.clone(),
+                    cfg.node_name.clone(),
+                )))
+            }
+            _ => None,
+        };
         tokio::spawn(crate::actions::repro::run(
             runner,
             cfg.repro.max_concurrent as usize,
             jobs_rx,
             done_tx.clone(),
+            kube_replays,
         ));
         sinks.add(
             sinks::repro::ReplaySink::new(jobs_tx, done_tx, metrics.clone()),
@@ -290,9 +311,9 @@ pub async fn run(cfg: Config, opts: RunOptions) -> anyhow::Result<Exit> {
     };
     // Kubernetes Events and the GPU node condition (`kubernetes:`). The condition clears when
     // the GPU health model says the GPU recovered, never on a timer.
-    let recovery = sinks::kube_events::add_kube_sinks(&mut sinks, &cfg, &metrics.registry)
-        .await
-        .context("starting the Kubernetes sinks")?;
+    let recovery =
+        sinks::kube_events::add_kube_sinks(&mut sinks, &cfg, &metrics.registry, kube_api)
+            .context("starting the Kubernetes sinks")?;
     if let Some(handle) = recovery {
         sinks::node_condition::follow_health(handle, health_rx.clone());
     }
@@ -352,6 +373,7 @@ pub async fn run(cfg: Config, opts: RunOptions) -> anyhow::Result<Exit> {
         heartbeat: heartbeat.clone(),
         proc_root: PathBuf::from("/proc"),
         slurm_by_pid: Default::default(),
+        pods,
     };
     let (drain_tx, drain_rx) = tokio::sync::oneshot::channel::<()>();
     let incident_task = tokio::spawn(task.run(Inputs {

@@ -7,7 +7,7 @@ mod record;
 
 pub use record::{
     AttemptReport, ExceptionReport, GpuRef, IncidentRecord, IncidentSource, KernelAssertionReport,
-    KernelSourceKind, NvmlSourceKind, ReplayDone, ReproReport, SlurmRef,
+    KernelSourceKind, KubeRef, NvmlSourceKind, ReplayDone, ReplayRuntime, ReproReport, SlurmRef,
 };
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;

@@ -223,6 +223,7 @@ fn pytorchjob_worker_with_pvc_configmap_shm_and_token() {
             "/var/run/assertwatch-replay/out",
             "--timeout",
             "840",
+            "--print-result",
         ]
     );
     assert_eq!(c["resources"]["limits"]["nvidia.com/gpu"], "1");

@@ -270,7 +270,21 @@ def _finish(args, result: Dict[str, Any], t0: float) -> int:
         where = result["failing_frame"]
         place = f" at {where['file']}:{where['line']}" if where else ""
         print(f"{result['outcome']}{place} ({result['duration_s']} s) -> {args.result}")
+    if getattr(args, "print_result", False):
+        _print_result_line(result)
     return EXIT_RESULT_WRITTEN if ok else EXIT_NO_RESULT
+
+
+def _print_result_line(result: Dict[str, Any]) -> None:
+    """The result as one compact JSON line, last on stdout: a replay pod's result is read from
+    its log (the same size cap as the file applies)."""
+    try:
+        doc = json.loads(_shrink(result))
+    except ValueError:
+        doc = result
+    line = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=repr)
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def _set(result: Dict[str, Any], outcome: str, reason: Optional[str] = None, detail: Optional[str] = None) -> None:
@@ -637,6 +651,9 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument("--max-output-bytes", type=_byte_count, default=DEFAULT_STREAM_CAP,
                        help="cap for each of stdout.log and stderr.log (default 8 MiB)")
     run_p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    run_p.add_argument("--print-result", action="store_true",
+                       help="also print the result as one JSON line, last on stdout "
+                            "(for replays whose result is read from a container log)")
     val_p = sub.add_parser("validate", help="check a manifest against the schema and exit 0 or 2")
     val_p.add_argument("manifest")
     return parser

@@ -130,6 +130,22 @@ def test_broken_manifest_still_writes_a_result(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_print_result_puts_the_result_last_on_stdout(tmp_path):
+    bad = tmp_path / "manifest.json"
+    bad.write_text('{"schema": "assertwatch.debug-state/v1", ')
+    proc, result = run_replay(bad, "cpu", tmp_path / "out", "--print-result")
+    assert proc.returncode == 0
+    last = proc.stdout.rstrip("\n").splitlines()[-1]
+    assert json.loads(last) == result
+    assert result["reason"] == "manifest_invalid"
+    # Without the flag: no JSON line.
+    proc, _ = run_replay(bad, "cpu", tmp_path / "out2")
+    assert not any(line.startswith("{") for line in proc.stdout.splitlines())
+    # With --quiet, the JSON line alone.
+    proc, result = run_replay(bad, "cpu", tmp_path / "out3", "--print-result", "--quiet")
+    assert [json.loads(line) for line in proc.stdout.splitlines()] == [result]
+
+
 def test_missing_manifest(tmp_path):
     proc, result = run_replay(tmp_path / "nope" / "manifest.json", "cpu", tmp_path / "out")
     assert proc.returncode == 0

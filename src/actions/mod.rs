@@ -1,3 +1,4 @@
 //! Actions: what the daemon does about an incident beyond reporting it.
 
+pub mod kube_replay;
 pub mod repro;

@@ -20,6 +20,16 @@ pub const QUEUE: usize = 16;
 pub struct Job {
     pub incident_id: i64,
     pub request: ReproRequest,
+    /// The pod the incident was attributed to (from its record), for a replay as a pod.
+    pub pod: Option<JobPod>,
+}
+
+/// The failing pod of a [`Job`], as its incident record names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobPod {
+    pub namespace: String,
+    pub pod: String,
+    pub container: Option<String>,
 }
 
 /// The CUDA health probe before a GPU-mode replay: a replay on a broken GPU would blame the job.
@@ -86,12 +96,15 @@ pub fn runner(
 
 /// Runs replay jobs, at most `max_concurrent` at a time: later requests wait in the bounded
 /// queue rather than being answered `busy`. The runner still enforces its per-GPU, per-job and
-/// per-hour limits. Each result is sent back.
-pub async fn run(
+/// per-hour limits. With `kube` (`repro.kubernetes.enabled`), a job whose failing pod was
+/// captured and whose namespace is allowed replays as a pod instead (see
+/// [`crate::actions::kube_replay`]), under the same bound. Each result is sent back.
+pub async fn run<A: assertwatch_kube::KubeApi>(
     runner: ReproRunner,
     max_concurrent: usize,
     mut jobs: mpsc::Receiver<Job>,
     done: mpsc::Sender<ReplayDone>,
+    kube: Option<std::sync::Arc<crate::actions::kube_replay::KubeReplays<A>>>,
 ) {
     let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(max_concurrent.max(1)));
     while let Some(job) = jobs.recv().await {
@@ -100,19 +113,21 @@ pub async fn run(
         };
         let r = runner.clone();
         let done = done.clone();
+        let kube = kube.clone();
         tokio::spawn(async move {
-            let result = r.run_for(job.request).await;
+            let incident_id = job.incident_id;
+            let report = match kube {
+                Some(k) => k.replay(job, &r).await,
+                None => ReproReport::from(&r.run_for(job.request).await),
+            };
             drop(permit);
-            tracing::info!(incident = job.incident_id, outcome = ?result.outcome, frame = ?result.python_frame, "Reproduction finished.");
+            tracing::info!(incident = incident_id, outcome = ?report.outcome, frame = ?report.python_frame, runtime = ?report.runtime, "Reproduction finished.");
             let done_msg = ReplayDone {
-                incident_id: job.incident_id,
-                report: ReproReport::from(&result),
+                incident_id,
+                report,
             };
             if done.send(done_msg).await.is_err() {
-                tracing::debug!(
-                    incident = job.incident_id,
-                    "Replay result dropped at shutdown."
-                );
+                tracing::debug!(incident = incident_id, "Replay result dropped at shutdown.");
             }
         });
     }

@@ -59,10 +59,15 @@ pub fn training_job(
     slurm_job: Option<&str>,
     namespace: Option<&str>,
     pod: Option<&str>,
+    workload: Option<(&str, &str)>,
     log_path: Option<&str>,
 ) -> Option<String> {
     if let Some(j) = slurm_job {
         return Some(format!("slurm:{j}"));
+    }
+    // The pod's top controller (from the pod cache) names the job exactly.
+    if let (Some(ns), Some(_), Some((kind, name))) = (namespace, pod, workload) {
+        return Some(format!("k8s:{ns}/{kind}/{name}"));
     }
     if let (Some(ns), Some(pod)) = (namespace, pod) {
         let set = pod.rsplit_once('-').map_or(pod, |(head, _)| head);
@@ -267,7 +272,7 @@ mod tests {
     #[test]
     fn training_job_keys() {
         assert_eq!(
-            training_job(Some("7"), Some("ns"), Some("p-0"), None).as_deref(),
+            training_job(Some("7"), Some("ns"), Some("p-0"), None, None).as_deref(),
             Some("slurm:7")
         );
         assert_eq!(
@@ -275,16 +280,29 @@ mod tests {
                 None,
                 Some("ml"),
                 Some("llama-worker-3"),
+                None,
                 Some("/var/log/pods/x/0.log")
             )
             .as_deref(),
             Some("k8s:ml/llama-worker")
         );
+        // With the pod's workload known (the pod cache), the workload names the job.
         assert_eq!(
-            training_job(None, None, None, Some("/runs/r1/rank3.log")).as_deref(),
+            training_job(
+                None,
+                Some("ml"),
+                Some("llama-worker-3"),
+                Some(("PyTorchJob", "llama")),
+                None
+            )
+            .as_deref(),
+            Some("k8s:ml/PyTorchJob/llama")
+        );
+        assert_eq!(
+            training_job(None, None, None, None, Some("/runs/r1/rank3.log")).as_deref(),
             Some("dir:/runs/r1")
         );
-        assert_eq!(training_job(None, None, None, None), None);
+        assert_eq!(training_job(None, None, None, None, None), None);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 pub mod correlate;
 pub mod engine;
 pub mod limits;
+pub mod pods;
 pub mod recorder;
 pub mod store;
 pub mod streams;

@@ -8,6 +8,7 @@
 
 use crate::incidents::correlate::{blame_with_links, Correlator};
 use crate::incidents::limits::{FloodLimits, Verdict};
+use crate::incidents::pods::{attribute, gpu_process_pod, PodAttribution};
 use crate::incidents::recorder::{Recorder, Written};
 use crate::incidents::store::now_ms;
 use crate::incidents::streams::StreamTable;
@@ -65,6 +66,9 @@ pub struct IncidentTask {
     pub proc_root: PathBuf,
     /// Slurm attribution by pid, cached (a pid is looked up once per burst of incidents).
     pub slurm_by_pid: HashMap<u32, Option<SlurmRef>>,
+    /// This node's pod cache (with `kubernetes.enabled`): the pod's uid, image and workload on
+    /// each record, and the failing pod captured when its incident opens.
+    pub pods: Option<PodAttribution>,
 }
 
 /// Pids whose Slurm attribution is cached; the cache is cleared when full.
@@ -264,12 +268,20 @@ impl IncidentTask {
         });
         let id = self.recorder.id_of(u.key);
         let related = id.map(|id| self.correlator.related(id)).unwrap_or_default();
-        let pod = info.pod.as_ref();
+        let gpu_pod = match (&info.pod, &self.pods, &self.gpus) {
+            (None, Some(_), Some(rx)) => gpu_process_pod(&rx.borrow(), inc.pid),
+            _ => None,
+        };
+        let pod = info.pod.as_ref().or(gpu_pod.as_ref());
+        let (kube, cached) = attribute(self.pods.as_ref(), pod);
         let slurm = self.slurm_for(info.slurm.clone(), inc.pid, inc.pci.as_deref());
         let training_job = crate::incidents::correlate::training_job(
             slurm.slurm_job_id.as_deref(),
             pod.map(|p| p.namespace.as_str()),
             pod.map(|p| p.pod.as_str()),
+            kube.workload_kind
+                .as_deref()
+                .zip(kube.workload_name.as_deref()),
             source.path(),
         );
         let caused_by = id.and_then(|id| self.correlator.caused_by(id));
@@ -284,7 +296,10 @@ impl IncidentTask {
             source_name: info.source_name.clone(),
             namespace: pod.map(|p| p.namespace.clone()),
             pod: pod.map(|p| p.pod.clone()),
-            container: pod.map(|p| p.container.clone()),
+            container: pod
+                .map(|p| p.container.clone())
+                .filter(|c| !c.is_empty() || info.pod.is_some()),
+            kube,
             gpu,
             repro: id.and_then(|id| self.recorder.replay_of(id).cloned()),
             open: !u.closed,
@@ -300,6 +315,10 @@ impl IncidentTask {
             Change::Updated
         };
         for w in self.recorder.record(u.key, dedup, change, rec).await {
+            // The failing pod, kept for the replay: it is often deleted seconds later.
+            if let (Change::Opened, Some(attr), Some(c)) = (w.change, &self.pods, &cached) {
+                attr.captured.insert(w.record.id, c.clone());
+            }
             self.after_write(w).await;
         }
     }

@@ -103,6 +103,9 @@ pub struct IncidentRecord {
     /// The Slurm job the incident hit, where one is known.
     #[serde(flatten, default)]
     pub slurm: SlurmRef,
+    /// The pod's identity, image and workload, from this node's pod cache (Kubernetes).
+    #[serde(flatten, default)]
+    pub kube: KubeRef,
     #[serde(flatten)]
     pub incident: Incident,
 }
@@ -144,6 +147,48 @@ impl SlurmRef {
     }
 }
 
+/// What the pod cache says about an incident's pod (fields null where unknown or without the
+/// `kubernetes:` section). `pod_node` is the pod's `spec.nodeName`; the record's own `node` is
+/// the node that saw the incident.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KubeRef {
+    #[serde(default)]
+    pub pod_uid: Option<String>,
+    #[serde(default)]
+    pub pod_node: Option<String>,
+    /// The container's image as the pod spec names it.
+    #[serde(default)]
+    pub image: Option<String>,
+    /// `sha256:…` from `status.containerStatuses[].imageID`.
+    #[serde(default)]
+    pub image_digest: Option<String>,
+    /// The pod's top controller (`Job`, `JobSet`, `PyTorchJob`, `RayCluster`, …).
+    #[serde(default)]
+    pub workload_kind: Option<String>,
+    #[serde(default)]
+    pub workload_name: Option<String>,
+}
+
+impl KubeRef {
+    /// `kind/name` of the workload, where known.
+    pub fn workload(&self) -> Option<String> {
+        Some(format!(
+            "{}/{}",
+            self.workload_kind.as_deref()?,
+            self.workload_name.as_deref()?
+        ))
+    }
+}
+
+/// Where a replay ran: the daemon's own runner, or a pod built from the failing pod.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayRuntime {
+    #[default]
+    Local,
+    Kubernetes,
+}
+
 /// A replay's answer as attached to an incident (`repro` in the API), in the outcome classes of
 /// the reproduction contract. Fields the runner did not reach are null.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -169,6 +214,9 @@ pub struct ReproReport {
     pub duration_s: Option<f64>,
     #[serde(default)]
     pub result_path: Option<PathBuf>,
+    /// Where the replay ran (`local` for reports stored before this field existed).
+    #[serde(default)]
+    pub runtime: ReplayRuntime,
 }
 
 /// A finished replay on its way back to the incident it was run for.
@@ -226,6 +274,7 @@ impl ReproReport {
             step: None,
             duration_s: None,
             result_path: None,
+            runtime: ReplayRuntime::Local,
         }
     }
 }
@@ -263,6 +312,7 @@ impl From<&assertwatch_repro::ReproResult> for ReproReport {
             step: r.step,
             duration_s: Some(secs(r.duration)),
             result_path: r.result_path.clone(),
+            runtime: ReplayRuntime::Local,
         }
     }
 }
@@ -283,6 +333,50 @@ mod tests {
             let back: IncidentSource = serde_json::from_value(v.clone()).unwrap();
             assert_eq!(serde_json::to_value(back).unwrap(), v);
         }
+    }
+
+    #[test]
+    fn kube_fields_flatten_and_default() {
+        let mut r = crate::incidents::store::test_record();
+        r.kube = KubeRef {
+            pod_uid: Some("u1".into()),
+            pod_node: Some("n1".into()),
+            image: Some("img:1".into()),
+            image_digest: Some("sha256:ab".into()),
+            workload_kind: Some("JobSet".into()),
+            workload_name: Some("pre".into()),
+        };
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["pod_uid"], "u1");
+        assert_eq!(v["workload_kind"], "JobSet");
+        assert_eq!(v["image_digest"], "sha256:ab");
+        let back: IncidentRecord = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(back.kube, r.kube);
+        // Records stored before these fields existed read back without them.
+        let mut old = v;
+        for k in [
+            "pod_uid",
+            "pod_node",
+            "image",
+            "image_digest",
+            "workload_kind",
+            "workload_name",
+        ] {
+            old.as_object_mut().unwrap().remove(k);
+        }
+        let back: IncidentRecord = serde_json::from_value(old).unwrap();
+        assert_eq!(back.kube, KubeRef::default());
+    }
+
+    #[test]
+    fn runtime_defaults_to_local() {
+        let r: ReproReport =
+            serde_json::from_value(serde_json::json!({"outcome": "skipped", "reason": "x"}))
+                .unwrap();
+        assert_eq!(r.runtime, ReplayRuntime::Local);
+        let mut k = ReproReport::skipped("x");
+        k.runtime = ReplayRuntime::Kubernetes;
+        assert_eq!(serde_json::to_value(&k).unwrap()["runtime"], "kubernetes");
     }
 
     #[test]

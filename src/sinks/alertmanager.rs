@@ -175,6 +175,10 @@ pub fn alert_for(rec: &IncidentRecord, runbook_base: &str, api_base: &str) -> (S
     if let Some(pod) = &rec.pod {
         a = a.label("pod", pod);
     }
+    // The pod's top controller (`PyTorchJob/llama`), from the pod cache: routes to the team.
+    if let Some(w) = rec.kube.workload() {
+        a = a.label("workload", w);
+    }
     // One key per training job across nodes: the Alertmanager inhibition rule in
     // deploy/alertmanager silences a job's cascade alerts from other nodes while its root cause
     // fires.
@@ -322,6 +326,32 @@ mod tests {
         assert_eq!(
             alert_name(Kind::Sxid, Blame::Hardware, None),
             "NvSwitchSxid"
+        );
+    }
+
+    #[test]
+    fn pod_alerts_carry_namespace_pod_and_workload() {
+        let mut r = crate::incidents::store::test_record();
+        r.namespace = Some("ml".into());
+        r.pod = Some("llama-worker-3".into());
+        let (_, a) = alert_for(&r, "http://rb", "http://api");
+        assert_eq!(a.labels.get("namespace").map(String::as_str), Some("ml"));
+        assert!(!a.labels.contains_key("workload"));
+        r.kube.workload_kind = Some("PyTorchJob".into());
+        r.kube.workload_name = Some("llama".into());
+        r.training_job = Some("k8s:ml/PyTorchJob/llama".into());
+        let (_, a) = alert_for(&r, "http://rb", "http://api");
+        assert_eq!(
+            a.labels.get("workload").map(String::as_str),
+            Some("PyTorchJob/llama")
+        );
+        assert_eq!(
+            a.labels.get("pod").map(String::as_str),
+            Some("llama-worker-3")
+        );
+        assert_eq!(
+            a.labels.get("training_job").map(String::as_str),
+            Some("k8s:ml/PyTorchJob/llama")
         );
     }
 

@@ -96,7 +96,8 @@ fn regarding(r: &IncidentRecord) -> Option<Regarding> {
     Some(Regarding::Pod {
         namespace: r.namespace.clone().filter(|s| !s.is_empty())?,
         name: r.pod.clone().filter(|s| !s.is_empty())?,
-        uid: None,
+        // From the pod cache, where it runs: the Event then names this pod, not a namesake.
+        uid: r.kube.pod_uid.clone(),
         container: r.container.clone(),
     })
 }
@@ -318,34 +319,49 @@ impl<A: KubeApi> IncidentSink for KubeEventsSink<A> {
     }
 }
 
-/// Adds the Kubernetes sinks the configuration enables (`kubernetes.enabled` with `events`
-/// and/or `node_condition`) and registers their metrics. Returns the hook through which GPU
-/// health recovery clears the node condition, when that sink runs.
-pub async fn add_kube_sinks(
-    sinks: &mut super::Sinks,
+/// Connects to the API server when `kubernetes.enabled` (the service account, or the
+/// configured kubeconfig) and registers `assertwatch_kube_requests_total`. `None` when off.
+pub async fn connect(
     cfg: &crate::config::Config,
     registry: &prometheus::Registry,
-) -> anyhow::Result<Option<super::node_condition::RecoveryHandle>> {
+) -> anyhow::Result<Option<Arc<assertwatch_kube::KubeClient>>> {
     use anyhow::Context;
     let k = &cfg.kubernetes;
-    if !k.enabled || !(k.events || k.node_condition) {
+    if !k.enabled {
         return Ok(None);
     }
     let requests = assertwatch_kube::api::requests_counter()?;
     registry.register(Box::new(requests.clone()))?;
-    let api = Arc::new(
-        assertwatch_kube::KubeClient::connect(
-            k.kubeconfig.as_deref(),
-            assertwatch_kube::CallPolicy {
-                timeout: k.request_timeout,
-                retries: k.retries,
-                ..Default::default()
-            },
-            requests,
-        )
-        .await
-        .context("connecting to the Kubernetes API (kubernetes.enabled)")?,
-    );
+    let api = assertwatch_kube::KubeClient::connect(
+        k.kubeconfig.as_deref(),
+        assertwatch_kube::CallPolicy {
+            timeout: k.request_timeout,
+            retries: k.retries,
+            ..Default::default()
+        },
+        requests,
+    )
+    .await
+    .context("connecting to the Kubernetes API (kubernetes.enabled)")?;
+    Ok(Some(Arc::new(api)))
+}
+
+/// Adds the Kubernetes sinks the configuration enables (`kubernetes.enabled` with `events`
+/// and/or `node_condition`) over `api` (from [`connect`]) and registers their metrics. Returns
+/// the hook through which GPU health recovery clears the node condition, when that sink runs.
+pub fn add_kube_sinks(
+    sinks: &mut super::Sinks,
+    cfg: &crate::config::Config,
+    registry: &prometheus::Registry,
+    api: Option<Arc<assertwatch_kube::KubeClient>>,
+) -> anyhow::Result<Option<super::node_condition::RecoveryHandle>> {
+    let k = &cfg.kubernetes;
+    let Some(api) = api else {
+        return Ok(None);
+    };
+    if !k.enabled || !(k.events || k.node_condition) {
+        return Ok(None);
+    }
     if k.events {
         let results = events_counter()?;
         registry.register(Box::new(results.clone()))?;

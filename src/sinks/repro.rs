@@ -71,9 +71,19 @@ impl ReplaySink {
         req.gpu_unhealthy = self
             .last_drain_xid
             .is_some_and(|t| t.elapsed() < UNHEALTHY_FOR);
+        let rec = &event.record;
+        let pod = match (&rec.namespace, &rec.pod) {
+            (Some(ns), Some(pod)) => Some(crate::actions::repro::JobPod {
+                namespace: ns.clone(),
+                pod: pod.clone(),
+                container: rec.container.clone(),
+            }),
+            _ => None,
+        };
         Some(Job {
             incident_id: id,
             request: req,
+            pod,
         })
     }
 }
@@ -140,6 +150,28 @@ mod tests {
         assert_eq!(job.incident_id, 7);
         assert_eq!(job.request.log_path, Some(PathBuf::from("/no/such.log")));
         assert!(jrx.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn the_records_pod_goes_with_the_request() {
+        let (jtx, mut jrx) = mpsc::channel(4);
+        let (rtx, _rrx) = mpsc::channel(4);
+        let mut s = ReplaySink::new(jtx, rtx, Metrics::new());
+        let mut e = event(Kind::DeviceAssert, IncidentSource::file("/no/such.log", 0));
+        let r = &mut Arc::get_mut(&mut e).unwrap().record;
+        r.namespace = Some("ml".into());
+        r.pod = Some("w-3".into());
+        r.container = Some("trainer".into());
+        s.handle(e).await;
+        let job = jrx.try_recv().unwrap();
+        assert_eq!(
+            job.pod,
+            Some(crate::actions::repro::JobPod {
+                namespace: "ml".into(),
+                pod: "w-3".into(),
+                container: Some("trainer".into()),
+            })
+        );
     }
 
     #[tokio::test]

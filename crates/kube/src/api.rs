@@ -194,6 +194,11 @@ impl KubeClient {
         }
     }
 
+    /// The underlying client (for the pod cache's watch, which has its own retries).
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
     /// A client from the in-cluster service account, or from `kubeconfig` when given.
     pub async fn connect(
         kubeconfig: Option<&std::path::Path>,

@@ -92,7 +92,10 @@ pub fn workload(pod: &Pod) -> Option<Workload> {
         .metadata
         .owner_references
         .as_ref()
-        .and_then(|o| o.iter().find(|r| r.controller == Some(true)).or(o.first()))?;
+        .and_then(|o| o.iter().find(|r| r.controller == Some(true)).or(o.first()));
+    let Some(owner) = owner else {
+        return workload_from_labels(&label);
+    };
     match owner.kind.as_str() {
         // A Deployment's ReplicaSet is named `<deployment>-<pod-template-hash>`.
         "ReplicaSet" => match label("pod-template-hash") {
@@ -115,6 +118,41 @@ pub fn workload(pod: &Pod) -> Option<Workload> {
         },
         kind => w(kind, owner.name.clone()),
     }
+}
+
+/// The workload of a pod without owner references (an orphaned pod, or one whose owners were
+/// stripped), from the labels its controller put on it.
+fn workload_from_labels(label: &dyn Fn(&str) -> Option<String>) -> Option<Workload> {
+    let w = |kind: &str, name: String| {
+        Some(Workload {
+            kind: kind.to_owned(),
+            name,
+        })
+    };
+    // Kubeflow Training Operator v1: `training.kubeflow.org/job-name` with the controller's
+    // name in `training.kubeflow.org/operator-name` (`pytorchjob-controller`, …).
+    if let Some(n) = label("training.kubeflow.org/job-name") {
+        let kind = match label("training.kubeflow.org/operator-name").as_deref() {
+            Some("pytorchjob-controller") => "PyTorchJob",
+            Some("mpijob-controller") => "MPIJob",
+            Some("tfjob-controller") => "TFJob",
+            Some("xgboostjob-controller") => "XGBoostJob",
+            Some("paddlejob-controller") => "PaddleJob",
+            Some("jaxjob-controller") => "JAXJob",
+            _ => "KubeflowJob",
+        };
+        return w(kind, n);
+    }
+    if let Some(n) = label("volcano.sh/job-name") {
+        return w("VolcanoJob", n);
+    }
+    if let Some(n) = label("ray.io/cluster") {
+        return w("RayCluster", n);
+    }
+    if let Some(n) = label("batch.kubernetes.io/job-name").or_else(|| label("job-name")) {
+        return w("Job", n);
+    }
+    None
 }
 
 /// The summary of `pod`.
@@ -328,6 +366,55 @@ impl PodCache {
     }
 }
 
+/// Failing pods captured when their incidents opened, by incident id, for the replay: the pod
+/// may be gone (and out of the cache's deleted list) by the time the replay runs. Bounded:
+/// the oldest capture goes first past [`CapturedPods::MAX`]. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct CapturedPods {
+    inner: Arc<std::sync::Mutex<Captures>>,
+}
+
+/// Captured pods by incident id, and the ids oldest first.
+type Captures = (HashMap<i64, Arc<CachedPod>>, VecDeque<i64>);
+
+impl CapturedPods {
+    /// Captures kept (a training pod is a few kB in its compact form).
+    pub const MAX: usize = 256;
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Captures> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps `pod` for incident `id` (the first capture of an incident stays).
+    pub fn insert(&self, id: i64, pod: Arc<CachedPod>) {
+        let mut g = self.lock();
+        let (map, order) = &mut *g;
+        if map.contains_key(&id) {
+            return;
+        }
+        map.insert(id, pod);
+        order.push_back(id);
+        while order.len() > Self::MAX {
+            if let Some(old) = order.pop_front() {
+                map.remove(&old);
+            }
+        }
+    }
+
+    /// The pod captured for incident `id`.
+    pub fn get(&self, id: i64) -> Option<Arc<CachedPod>> {
+        self.lock().0.get(&id).cloned()
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// `pod` in its cached form.
 fn cached(pod: Pod) -> CachedPod {
     let pod = slim(pod);
@@ -459,6 +546,24 @@ mod tests {
             assert_eq!((w.kind.as_str(), w.name.as_str()), (kind, name));
         }
         assert_eq!(workload(&pod("ns", "p", "u", json!({}), json!(null))), None);
+        // Without owner references, the controllers' labels.
+        let by_labels = [
+            (
+                json!({"training.kubeflow.org/job-name": "llama",
+                       "training.kubeflow.org/operator-name": "pytorchjob-controller"}),
+                ("PyTorchJob", "llama"),
+            ),
+            (json!({"volcano.sh/job-name": "vj"}), ("VolcanoJob", "vj")),
+            (json!({"ray.io/cluster": "rc"}), ("RayCluster", "rc")),
+            (
+                json!({"batch.kubernetes.io/job-name": "bert"}),
+                ("Job", "bert"),
+            ),
+        ];
+        for (labels, (kind, name)) in by_labels {
+            let w = workload(&pod("ns", "p", "u", labels, json!(null))).unwrap();
+            assert_eq!((w.kind.as_str(), w.name.as_str()), (kind, name));
+        }
     }
 
     #[test]
@@ -496,6 +601,57 @@ mod tests {
         }
         assert!(c.get("ml", "w-0").is_none());
         assert_eq!(c.read().deleted.len(), PodCache::MAX_DELETED);
+    }
+
+    fn fixture(name: &str) -> Pod {
+        let path = format!(
+            "{}/../../tests/fixtures/kube/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        crate::parse_pod(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn workloads_of_the_fixture_pods() {
+        let cases = [
+            ("pytorchjob-worker.yaml", ("PyTorchJob", "llama-ft")),
+            // Owned by a Job that a JobSet owns: the JobSet, from its label.
+            ("jobset-pod.yaml", ("JobSet", "pretrain")),
+            ("job-pod.yaml", ("Job", "finetune-bert")),
+        ];
+        for (file, (kind, name)) in cases {
+            let p = fixture(file);
+            let w = workload(&p).unwrap();
+            assert_eq!((w.kind.as_str(), w.name.as_str()), (kind, name), "{file}");
+            // The same without owner references: the labels alone say as much where they can.
+            let mut orphan = p.clone();
+            orphan.metadata.owner_references = None;
+            if file != "job-pod.yaml" {
+                assert_eq!(workload(&orphan).unwrap().name, name, "{file}");
+            }
+        }
+        let i = info(&fixture("pytorchjob-worker.yaml"));
+        assert!(!i.uid.is_empty() && i.node.is_some());
+        assert!(i.containers.iter().any(|c| c
+            .image_digest
+            .as_deref()
+            .is_some_and(|d| d.starts_with("sha256:"))));
+    }
+
+    #[test]
+    fn captures_are_bounded_and_keep_the_first() {
+        let cache = PodCache::default();
+        cache.apply(pod("ml", "a", "ua", json!({}), json!(null)));
+        cache.apply(pod("ml", "b", "ub", json!({}), json!(null)));
+        let cap = CapturedPods::default();
+        cap.insert(1, cache.get("ml", "a").unwrap());
+        cap.insert(1, cache.get("ml", "b").unwrap());
+        assert_eq!(cap.get(1).unwrap().info.name, "a");
+        for id in 2..(CapturedPods::MAX as i64 + 5) {
+            cap.insert(id, cache.get("ml", "b").unwrap());
+        }
+        assert_eq!(cap.len(), CapturedPods::MAX);
+        assert!(cap.get(1).is_none());
     }
 
     #[test]

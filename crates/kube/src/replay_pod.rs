@@ -526,6 +526,8 @@ fn harness_argv(opts: &ReplayPodOptions, manifest: &str, mode: Mode) -> Vec<Stri
         format!("{SCRATCH_MOUNT}/out"),
         "--timeout".into(),
         format!("{}", timeout.as_secs()),
+        // The result as the log's last line: the daemon reads it with `pods/log`.
+        "--print-result".into(),
     ]
 }
 

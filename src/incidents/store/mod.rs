@@ -316,6 +316,7 @@ pub(crate) fn test_record() -> IncidentRecord {
         repro: None,
         open: false,
         slurm: Default::default(),
+        kube: Default::default(),
         incident: Incident {
             kind: Kind::Oom,
             category: "unknown".into(),

@@ -1,0 +1,637 @@
+//! Replays as pods: choosing them, building the pod from the failing pod captured when the
+//! incident opened, running it on the cluster and turning its end into the incident's report.
+//!
+//! A job replays as a pod when `repro.kubernetes` is on, its incident names a pod in an allowed
+//! namespace, and that pod was captured. The flagged step's manifest is found as the local runner
+//! finds it (the state roots, by log file and pid); the path the job saw is derived from the
+//! failing container's `hostPath` mounts (the daemon and the job see the same node directory
+//! under different paths), or taken as found. Without a manifest the daemon can see, the local
+//! runner answers as before. One attempt, in the first configured mode the GPU's health allows;
+//! the harness prints its result as the last line of the pod's log (`--print-result`).
+
+use crate::actions::repro::{Job, JobPod};
+use crate::config::kubernetes::ReproKubernetesConfig;
+use crate::model::{
+    AttemptReport, ExceptionReport, KernelAssertionReport, ReplayRuntime, ReproReport,
+};
+use assertwatch_kube::k8s_openapi::api::core::v1::Pod;
+use assertwatch_kube::pods::{CachedPod, CapturedPods};
+use assertwatch_kube::replay_pod::namespace_listed;
+use assertwatch_kube::run::{run_replay_pod, PodRun, RunEnd, RunLimits};
+use assertwatch_kube::KubeApi;
+use assertwatch_repro::{Mode, Outcome, ReproConfig, ReproRunner};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Log lines read from a finished replay pod (the result is the last one).
+const TAIL_LINES: i64 = 200;
+/// Time past the pod's own deadline before the daemon gives up on it.
+const OVERALL_MARGIN: Duration = Duration::from_secs(120);
+
+/// What replays as pods need: the API, the captured pods, the section, and this node.
+pub struct KubeReplays<A: KubeApi> {
+    pub api: Arc<A>,
+    pub captured: CapturedPods,
+    pub cfg: ReproKubernetesConfig,
+    pub node: String,
+    /// Replay pods started in the last hour (the runner's `max_per_hour` applies to them too).
+    started: Mutex<VecDeque<Instant>>,
+}
+
+/// A job chosen to replay as a pod.
+#[derive(Debug)]
+pub struct Target {
+    pub failing: Arc<CachedPod>,
+    pub container: String,
+}
+
+impl<A: KubeApi> KubeReplays<A> {
+    pub fn new(
+        api: Arc<A>,
+        captured: CapturedPods,
+        cfg: ReproKubernetesConfig,
+        node: String,
+    ) -> Self {
+        KubeReplays {
+            api,
+            captured,
+            cfg,
+            node,
+            started: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// The captured pod and container for `job`, when it replays as a pod.
+    pub fn select(&self, incident_id: i64, pod: Option<&JobPod>) -> Option<Target> {
+        let pod = pod?;
+        if !self.cfg.enabled || !namespace_listed(&self.cfg.namespaces, &pod.namespace) {
+            return None;
+        }
+        let failing = self.captured.get(incident_id)?;
+        if failing.info.namespace != pod.namespace || failing.info.name != pod.pod {
+            return None;
+        }
+        let container = pod
+            .container
+            .clone()
+            .filter(|c| !c.is_empty())
+            .or_else(|| failing.info.containers.first().map(|c| c.name.clone()))?;
+        Some(Target { failing, container })
+    }
+
+    /// Counts a start against `max_per_hour`; false when the hour's budget is spent.
+    fn admit(&self, max_per_hour: u32) -> bool {
+        let mut q = self.started.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        while q
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > Duration::from_secs(3600))
+        {
+            q.pop_front();
+        }
+        if max_per_hour > 0 && q.len() >= max_per_hour as usize {
+            return false;
+        }
+        q.push_back(now);
+        true
+    }
+
+    /// Replays `job`: as a pod when [`KubeReplays::select`] chooses it and its manifest is
+    /// found, else with the local runner.
+    pub async fn replay(&self, job: Job, runner: &ReproRunner) -> ReproReport {
+        let Some(target) = self.select(job.incident_id, job.pod.as_ref()) else {
+            return ReproReport::from(&runner.run_for(job.request).await);
+        };
+        let rc = runner.config().clone();
+        let req = job.request.clone();
+        let found = tokio::task::spawn_blocking(move || {
+            let key = assertwatch_repro::discover::IncidentKey {
+                log_path: req.log_path.as_deref(),
+                pid: req.pid,
+                at: req.at,
+            };
+            assertwatch_repro::discover::find(&rc.roots, &key, &rc.manifest)
+                .found
+                .map(|f| (f.flagged.path, f.flagged.doc.step.global_step))
+        })
+        .await
+        .ok()
+        .flatten();
+        let Some((seen, step)) = found else {
+            // The local runner reports its own `no_debug_state` (and counts it).
+            return ReproReport::from(&runner.run_for(job.request).await);
+        };
+        let Some(mode) = pick_mode(runner.config(), job.request.gpu_unhealthy) else {
+            return kube_skipped("gpu_unhealthy");
+        };
+        if !self.admit(runner.config().max_per_hour) {
+            return kube_skipped("rate_limited");
+        }
+        self.replay_found(job.incident_id, &target, &seen, step, mode)
+            .await
+    }
+
+    /// Builds, runs and reports the replay pod of `target` for the manifest the daemon found at
+    /// `seen` (step `step`).
+    pub async fn replay_found(
+        &self,
+        incident_id: i64,
+        target: &Target,
+        seen: &Path,
+        step: u64,
+        mode: Mode,
+    ) -> ReproReport {
+        let failing = match target.failing.pod() {
+            Ok(p) => p,
+            Err(_) => return kube_skipped("bad_input"),
+        };
+        let manifest = job_path(&failing, &target.container, seen);
+        let mut opts = self.cfg.replay_options();
+        opts.node = Some(self.node.clone()).filter(|n| !n.is_empty());
+        opts.incident_id = Some(incident_id.to_string());
+        let pod =
+            match assertwatch_kube::replay_pod(&failing, &target.container, &manifest, mode, &opts)
+            {
+                Ok(p) => p,
+                Err(refusal) => {
+                    tracing::info!(incident = incident_id, reason = %refusal, "No replay pod.");
+                    return kube_skipped(refusal.reason());
+                }
+            };
+        let dropped = assertwatch_kube::replay_pod::dropped_privileges(&pod);
+        if !dropped.is_empty() {
+            tracing::info!(incident = incident_id, dropped = ?dropped, "Replay pod runs without some of the failing pod's privileges.");
+        }
+        let limits = RunLimits {
+            schedule_timeout: self.cfg.schedule_timeout,
+            overall: self.cfg.deadline + self.cfg.schedule_timeout + OVERALL_MARGIN,
+            tail_lines: TAIL_LINES,
+        };
+        let t0 = Instant::now();
+        let run = run_replay_pod(self.api.as_ref(), &pod, limits).await;
+        if !run.deleted {
+            tracing::warn!(incident = incident_id, pod = ?pod.metadata.name, "Replay pod could not be deleted.");
+        }
+        report(&run, mode, &manifest, step, t0.elapsed())
+    }
+}
+
+/// The mode of the one attempt: the first configured one, or the first CPU one while the GPU
+/// is unhealthy.
+fn pick_mode(rc: &ReproConfig, gpu_unhealthy: bool) -> Option<Mode> {
+    rc.modes
+        .iter()
+        .copied()
+        .find(|m| !(gpu_unhealthy && m.is_gpu()))
+}
+
+fn kube_skipped(reason: &str) -> ReproReport {
+    ReproReport {
+        runtime: ReplayRuntime::Kubernetes,
+        ..ReproReport::skipped(reason)
+    }
+}
+
+/// The path the job saw for a manifest the daemon found at `seen`: under a `hostPath` volume the
+/// container mounted, the same file under that mount (the longest match wins); else `seen`
+/// itself (the daemon mounts the directory where the job did).
+pub fn job_path(pod: &Pod, container: &str, seen: &Path) -> PathBuf {
+    let Some(spec) = pod.spec.as_ref() else {
+        return seen.to_path_buf();
+    };
+    let volumes = spec.volumes.as_deref().unwrap_or_default();
+    let mounts = spec
+        .containers
+        .iter()
+        .find(|c| c.name == container)
+        .and_then(|c| c.volume_mounts.as_deref())
+        .unwrap_or_default();
+    let mut best: Option<(usize, PathBuf)> = None;
+    for m in mounts {
+        let Some(hp) = volumes
+            .iter()
+            .find(|v| v.name == m.name)
+            .and_then(|v| v.host_path.as_ref())
+        else {
+            continue;
+        };
+        let mut host = PathBuf::from(&hp.path);
+        if let Some(sub) = m.sub_path.as_deref().filter(|s| !s.is_empty()) {
+            host.push(sub);
+        }
+        if let Ok(rest) = seen.strip_prefix(&host) {
+            let depth = host.components().count();
+            if best.as_ref().is_none_or(|(d, _)| depth > *d) {
+                best = Some((depth, Path::new(&m.mount_path).join(rest)));
+            }
+        }
+    }
+    best.map_or_else(|| seen.to_path_buf(), |(_, p)| p)
+}
+
+/// The incident's report from how the replay pod ended.
+pub fn report(run: &PodRun, mode: Mode, manifest: &Path, step: u64, took: Duration) -> ReproReport {
+    let mut rep = kube_skipped("");
+    let (outcome, reason) = match &run.end {
+        RunEnd::Finished { exit_code, .. } => match &run.result {
+            Some(v) => {
+                let a = assertwatch_repro::result::interpret(v, mode);
+                rep.python_frame = a.python_frame.clone();
+                rep.exception = a.exception.as_ref().map(|e| ExceptionReport {
+                    kind: e.kind.clone(),
+                    message: e.message.clone(),
+                });
+                rep.kernel_assertion = a.kernel_assertion.as_ref().map(|k| KernelAssertionReport {
+                    location: k.location.clone(),
+                    function: k.function.clone(),
+                    assertion: k.assertion.clone(),
+                    threads: k.threads,
+                });
+                match a.outcome {
+                    Some(o) => (o, a.reason),
+                    None => (Outcome::HarnessError, Some("result_invalid".to_owned())),
+                }
+            }
+            None => {
+                let exit = exit_code.map(assertwatch_repro::process::Exit::Code);
+                let (o, r) = assertwatch_repro::result::from_exit(exit);
+                (o, Some(r.to_owned()))
+            }
+        },
+        RunEnd::TimedOut => (Outcome::Timeout, Some("deadline".to_owned())),
+        other => (Outcome::Skipped, Some(other.reason())),
+    };
+    let ran = matches!(run.end, RunEnd::Finished { .. } | RunEnd::TimedOut);
+    rep.outcome = outcome;
+    rep.reason = reason.clone();
+    rep.mode = Some(mode);
+    rep.step = ran.then_some(step);
+    let secs = (took.as_secs_f64() * 1000.0).round() / 1000.0;
+    rep.duration_s = Some(secs);
+    if ran {
+        rep.attempts = vec![AttemptReport {
+            mode,
+            outcome,
+            reason,
+            step,
+            duration_s: secs,
+            manifest: manifest.to_path_buf(),
+            result_path: None,
+        }];
+    }
+    rep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assertwatch_kube::k8s_openapi::api::core::v1::Pod;
+    use assertwatch_kube::pods::PodCache;
+    use assertwatch_kube::ApiError;
+    use futures_util::stream::BoxStream;
+    use serde_json::json;
+
+    fn fixture(name: &str) -> Pod {
+        let text = std::fs::read_to_string(format!(
+            "{}/tests/fixtures/kube/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        assertwatch_kube::parse_pod(&text).unwrap()
+    }
+
+    /// A scripted API: every call recorded; the pod ends with `phase` and logs `log`.
+    struct Mock {
+        calls: Mutex<Vec<String>>,
+        created: Mutex<Option<Pod>>,
+        phase: &'static str,
+        log: String,
+        unschedulable: bool,
+    }
+
+    impl Mock {
+        fn new(phase: &'static str, log: &str) -> Self {
+            Mock {
+                calls: Mutex::new(Vec::new()),
+                created: Mutex::new(None),
+                phase,
+                log: log.to_owned(),
+                unschedulable: false,
+            }
+        }
+        fn calls(&self) -> Vec<String> {
+            self.calls.lock().unwrap().clone()
+        }
+        fn note(&self, s: String) {
+            self.calls.lock().unwrap().push(s);
+        }
+    }
+
+    impl KubeApi for Mock {
+        async fn create_event(
+            &self,
+            _: &assertwatch_kube::k8s_openapi::api::events::v1::Event,
+        ) -> Result<(), ApiError> {
+            Ok(())
+        }
+        async fn patch_event_series(
+            &self,
+            _: &str,
+            _: &str,
+            _: &assertwatch_kube::k8s_openapi::api::events::v1::EventSeries,
+        ) -> Result<(), ApiError> {
+            Ok(())
+        }
+        async fn patch_node_condition(
+            &self,
+            _: &str,
+            _: &assertwatch_kube::k8s_openapi::api::core::v1::NodeCondition,
+        ) -> Result<(), ApiError> {
+            Ok(())
+        }
+        async fn create_pod(&self, pod: &Pod) -> Result<(), ApiError> {
+            self.note(format!(
+                "create {}/{}",
+                pod.metadata.namespace.clone().unwrap_or_default(),
+                pod.metadata.name.clone().unwrap_or_default()
+            ));
+            *self.created.lock().unwrap() = Some(pod.clone());
+            Ok(())
+        }
+        async fn get_pod(&self, ns: &str, name: &str) -> Result<Pod, ApiError> {
+            self.note(format!("get {ns}/{name}"));
+            let mut p = self.created.lock().unwrap().clone().unwrap();
+            let status = if self.unschedulable {
+                json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+                    "reason": "Unschedulable", "message": "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."}]})
+            } else {
+                json!({"phase": self.phase, "containerStatuses": [{"name": "x", "image": "i", "imageID": "",
+                    "ready": false, "restartCount": 0, "state": {"terminated": {"exitCode": 0}}}]})
+            };
+            p.status = Some(serde_json::from_value(status).unwrap());
+            Ok(p)
+        }
+        async fn watch_pod(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+        ) -> Result<BoxStream<'static, Result<Pod, ApiError>>, ApiError> {
+            self.note("watch".into());
+            Ok(Box::pin(futures_util::stream::empty()))
+        }
+        async fn pod_log(&self, ns: &str, name: &str, c: &str, _: i64) -> Result<String, ApiError> {
+            self.note(format!("log {ns}/{name} {c}"));
+            Ok(self.log.clone())
+        }
+        async fn delete_pod(&self, ns: &str, name: &str) -> Result<(), ApiError> {
+            self.note(format!("delete {ns}/{name}"));
+            Ok(())
+        }
+    }
+
+    fn replays(mock: Mock, namespaces: &[&str]) -> (KubeReplays<Mock>, PodCache) {
+        let cache = PodCache::default();
+        let cfg = ReproKubernetesConfig {
+            enabled: true,
+            namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
+            schedule_timeout: Duration::ZERO,
+            ..Default::default()
+        };
+        (
+            KubeReplays::new(
+                Arc::new(mock),
+                CapturedPods::default(),
+                cfg,
+                "gpu-a100-node-17".into(),
+            ),
+            cache,
+        )
+    }
+
+    fn job_pod(ns: &str, pod: &str, c: &str) -> JobPod {
+        JobPod {
+            namespace: ns.into(),
+            pod: pod.into(),
+            container: Some(c.into()),
+        }
+    }
+
+    fn worker() -> (Pod, String, String, String) {
+        let p = fixture("pytorchjob-worker.yaml");
+        let ns = p.metadata.namespace.clone().unwrap();
+        let name = p.metadata.name.clone().unwrap();
+        let c = p.spec.as_ref().unwrap().containers[0].name.clone();
+        (p, ns, name, c)
+    }
+
+    #[test]
+    fn selection_needs_the_switch_an_allowed_namespace_and_a_capture() {
+        let (p, ns, name, c) = worker();
+        let (k, cache) = replays(Mock::new("Succeeded", ""), &[ns.as_str()]);
+        cache.apply(p);
+        let jp = job_pod(&ns, &name, &c);
+        // Not captured yet.
+        assert!(k.select(7, Some(&jp)).is_none());
+        k.captured.insert(7, cache.get(&ns, &name).unwrap());
+        let t = k.select(7, Some(&jp)).unwrap();
+        assert_eq!(t.container, c);
+        // No pod on the incident, another pod, a namespace off the list, the switch off.
+        assert!(k.select(7, None).is_none());
+        assert!(k.select(7, Some(&job_pod(&ns, "other", &c))).is_none());
+        let (k2, _) = replays(Mock::new("Succeeded", ""), &["elsewhere"]);
+        k2.captured.insert(7, cache.get(&ns, &name).unwrap());
+        assert!(k2.select(7, Some(&jp)).is_none());
+        let (mut k3, _) = replays(Mock::new("Succeeded", ""), &["*"]);
+        k3.captured.insert(7, cache.get(&ns, &name).unwrap());
+        assert!(k3.select(7, Some(&jp)).is_some());
+        k3.cfg.enabled = false;
+        assert!(k3.select(7, Some(&jp)).is_none());
+    }
+
+    #[test]
+    fn host_paths_map_to_the_jobs_mount() {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "ml"},
+            "spec": {"containers": [{"name": "c", "volumeMounts": [
+                {"name": "dbg", "mountPath": "/debug"},
+                {"name": "deep", "mountPath": "/deep", "subPath": "ml/job"},
+                {"name": "pvc", "mountPath": "/ckpt"}]}],
+             "volumes": [{"name": "dbg", "hostPath": {"path": "/var/lib/assertwatch-debug"}},
+                         {"name": "deep", "hostPath": {"path": "/var/lib/assertwatch-debug"}},
+                         {"name": "pvc", "persistentVolumeClaim": {"claimName": "x"}}]}
+        }))
+        .unwrap();
+        assert_eq!(
+            job_path(
+                &pod,
+                "c",
+                Path::new("/var/lib/assertwatch-debug/ml/a/rank-0/m.json")
+            ),
+            PathBuf::from("/debug/ml/a/rank-0/m.json")
+        );
+        // The longer host prefix (the subPath mount) wins.
+        assert_eq!(
+            job_path(
+                &pod,
+                "c",
+                Path::new("/var/lib/assertwatch-debug/ml/job/rank-0/m.json")
+            ),
+            PathBuf::from("/deep/rank-0/m.json")
+        );
+        // Elsewhere: as found.
+        assert_eq!(
+            job_path(&pod, "c", Path::new("/ckpt/x/m.json")),
+            PathBuf::from("/ckpt/x/m.json")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_captured_pod_replays_as_a_pod_and_reports_the_line() {
+        let (p, ns, name, c) = worker();
+        let manifest = p.spec.as_ref().unwrap().containers[0]
+            .volume_mounts
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|m| m.mount_path != "/dev/shm" && !m.mount_path.starts_with("/var/run/secrets"))
+            .map(|m| PathBuf::from(&m.mount_path).join("assertwatch/step-000812/manifest.json"))
+            .unwrap();
+        let log = "replaying step 812\n{\"schema\": \"assertwatch.replay-result/v1\", \"outcome\": \"reproduced\", \
+                   \"failing_frame\": {\"file\": \"model.py\", \"line\": 57}, \
+                   \"exception\": {\"type\": \"RuntimeError\", \"message\": \"CUDA error: device-side assert triggered\"}}\n";
+        let (k, cache) = replays(Mock::new("Succeeded", log), &[ns.as_str()]);
+        cache.apply(p);
+        k.captured.insert(7, cache.get(&ns, &name).unwrap());
+        let t = k.select(7, Some(&job_pod(&ns, &name, &c))).unwrap();
+        let rep = k.replay_found(7, &t, &manifest, 812, Mode::SyncGpu).await;
+        assert_eq!(rep.runtime, ReplayRuntime::Kubernetes);
+        assert_eq!(rep.outcome, Outcome::Reproduced, "{rep:?}");
+        assert_eq!(rep.python_frame.as_deref(), Some("model.py:57"));
+        assert_eq!(rep.exception.as_ref().unwrap().kind, "RuntimeError");
+        assert_eq!(rep.step, Some(812));
+        assert_eq!(rep.attempts[0].manifest, manifest);
+        let calls = k.api.calls();
+        let pod_name = assertwatch_kube::replay_pod::replay_pod_name("7", Mode::SyncGpu);
+        assert_eq!(calls.first().unwrap(), &format!("create {ns}/{pod_name}"));
+        assert!(calls
+            .iter()
+            .any(|s| s.starts_with(&format!("log {ns}/{pod_name}"))));
+        assert_eq!(calls.last().unwrap(), &format!("delete {ns}/{pod_name}"));
+        // The pod ran on this node, with the harness printing its result.
+        let created = k.api.created.lock().unwrap().clone().unwrap();
+        let spec = created.spec.unwrap();
+        assert_eq!(spec.node_name.as_deref(), Some("gpu-a100-node-17"));
+        let cmd = spec.containers[0].command.clone().unwrap_or_default();
+        let args = spec.containers[0].args.clone().unwrap_or_default();
+        assert!(
+            cmd.iter().chain(args.iter()).any(|a| a == "--print-result"),
+            "{cmd:?} {args:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn unschedulable_is_skipped_with_the_reason_and_a_refusal_is_skipped() {
+        let (p, ns, name, c) = worker();
+        let mut mock = Mock::new("Pending", "");
+        mock.unschedulable = true;
+        let (k, cache) = replays(mock, &[ns.as_str()]);
+        cache.apply(p);
+        k.captured.insert(7, cache.get(&ns, &name).unwrap());
+        let t = k.select(7, Some(&job_pod(&ns, &name, &c))).unwrap();
+        let mounted = k
+            .captured
+            .get(7)
+            .unwrap()
+            .pod()
+            .unwrap()
+            .spec
+            .unwrap()
+            .containers[0]
+            .volume_mounts
+            .clone()
+            .unwrap()[0]
+            .mount_path
+            .clone();
+        let rep = k
+            .replay_found(7, &t, &Path::new(&mounted).join("m.json"), 1, Mode::SyncGpu)
+            .await;
+        assert_eq!(rep.outcome, Outcome::Skipped);
+        assert!(
+            rep.reason
+                .as_deref()
+                .unwrap()
+                .contains("Insufficient nvidia.com/gpu"),
+            "{rep:?}"
+        );
+        assert_eq!(rep.runtime, ReplayRuntime::Kubernetes);
+        assert!(k.api.calls().last().unwrap().starts_with("delete "));
+        // A manifest outside every mount: refused before any API call.
+        let (k, cache) = replays(Mock::new("Succeeded", ""), &[ns.as_str()]);
+        cache.apply(fixture("pytorchjob-worker.yaml"));
+        k.captured.insert(8, cache.get(&ns, &name).unwrap());
+        let t = k.select(8, Some(&job_pod(&ns, &name, &c))).unwrap();
+        let rep = k
+            .replay_found(8, &t, Path::new("/nowhere/m.json"), 1, Mode::Cpu)
+            .await;
+        assert_eq!(rep.reason.as_deref(), Some("manifest_not_mounted"));
+        assert!(k.api.calls().is_empty());
+    }
+
+    #[test]
+    fn modes_and_hourly_budget() {
+        let mut rc = ReproConfig::new("/tmp/x");
+        rc.modes = vec![Mode::SyncGpu, Mode::Cpu];
+        assert_eq!(pick_mode(&rc, false), Some(Mode::SyncGpu));
+        assert_eq!(pick_mode(&rc, true), Some(Mode::Cpu));
+        rc.modes = vec![Mode::SyncGpu];
+        assert_eq!(pick_mode(&rc, true), None);
+        let (k, _) = replays(Mock::new("Succeeded", ""), &["*"]);
+        assert!(k.admit(2) && k.admit(2));
+        assert!(!k.admit(2));
+    }
+
+    #[test]
+    fn run_ends_map_to_outcomes() {
+        let run = |end| PodRun {
+            end,
+            log: None,
+            result: None,
+            deleted: true,
+        };
+        let m = Path::new("/m.json");
+        let r = report(
+            &run(RunEnd::TimedOut),
+            Mode::Cpu,
+            m,
+            3,
+            Duration::from_secs(1),
+        );
+        assert_eq!((r.outcome, r.step), (Outcome::Timeout, Some(3)));
+        let r = report(
+            &run(RunEnd::Finished {
+                succeeded: false,
+                exit_code: Some(2),
+            }),
+            Mode::Cpu,
+            m,
+            3,
+            Duration::ZERO,
+        );
+        assert_eq!(
+            (r.outcome, r.reason.as_deref()),
+            (Outcome::HarnessError, Some("manifest_rejected"))
+        );
+        let r = report(
+            &run(RunEnd::ApiFailed(ApiError::Forbidden("no".into()))),
+            Mode::Cpu,
+            m,
+            3,
+            Duration::ZERO,
+        );
+        assert_eq!(r.outcome, Outcome::Skipped);
+        assert!(r.attempts.is_empty() && r.step.is_none());
+    }
+}

@@ -66,5 +66,8 @@ fn nccl_timeouts_after_an_assert_of_the_same_run_follow_from_it() {
     // The daemon's log goes to a file here, not a terminal: no colour codes in it.
     let log = d.log();
     assert!(log.contains("assertwatch started"), "{log}");
-    assert!(!log.contains('\u{1b}'), "ANSI escape codes in a non-terminal log");
+    assert!(
+        !log.contains('\u{1b}'),
+        "ANSI escape codes in a non-terminal log"
+    );
 }

@@ -291,54 +291,47 @@ impl PodCache {
 
     /// A pod by namespace and name, live or recently deleted.
     pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<CachedPod>> {
-        let ix = self.read();
-        ix.live
-            .get(&(namespace.to_owned(), name.to_owned()))
-            .cloned()
-            .or_else(|| {
-                ix.deleted
-                    .iter()
-                    .rev()
-                    .find(|(_, p)| p.info.namespace == namespace && p.info.name == name)
-                    .map(|(_, p)| p.clone())
-            })
+        let key = (namespace.to_owned(), name.to_owned());
+        self.find(Some(&key), |p| {
+            p.info.namespace == namespace && p.info.name == name
+        })
     }
 
     /// A pod by uid (as in `/var/log/pods/<ns>_<name>_<uid>/`), live or recently deleted.
     pub fn by_uid(&self, uid: &str) -> Option<Arc<CachedPod>> {
         let ix = self.read();
-        ix.by_uid
-            .get(uid)
-            .and_then(|k| ix.live.get(k))
-            .cloned()
-            .or_else(|| {
-                ix.deleted
-                    .iter()
-                    .rev()
-                    .find(|(_, p)| p.info.uid == uid)
-                    .map(|(_, p)| p.clone())
-            })
+        let key = ix.by_uid.get(uid).cloned();
+        drop(ix);
+        self.find(key.as_ref(), |p| p.info.uid == uid)
     }
 
     /// A pod by one of its containers' runtime id (as in a GPU process's cgroup).
     pub fn by_container_id(&self, id: &str) -> Option<Arc<CachedPod>> {
         let ix = self.read();
-        ix.by_container
-            .get(id)
-            .and_then(|k| ix.live.get(k))
-            .cloned()
-            .or_else(|| {
-                ix.deleted
-                    .iter()
-                    .rev()
-                    .find(|(_, p)| {
-                        p.info
-                            .containers
-                            .iter()
-                            .any(|c| c.container_id.as_deref() == Some(id))
-                    })
-                    .map(|(_, p)| p.clone())
-            })
+        let key = ix.by_container.get(id).cloned();
+        drop(ix);
+        self.find(key.as_ref(), |p| {
+            p.info
+                .containers
+                .iter()
+                .any(|c| c.container_id.as_deref() == Some(id))
+        })
+    }
+
+    /// The live pod under `key`, else the newest recently deleted pod that `matches`.
+    fn find(
+        &self,
+        key: Option<&(String, String)>,
+        matches: impl Fn(&CachedPod) -> bool,
+    ) -> Option<Arc<CachedPod>> {
+        let ix = self.read();
+        key.and_then(|k| ix.live.get(k)).cloned().or_else(|| {
+            ix.deleted
+                .iter()
+                .rev()
+                .find(|(_, p)| matches(p))
+                .map(|(_, p)| p.clone())
+        })
     }
 
     /// Live pods.

@@ -72,6 +72,22 @@ def step_dir_name(global_step: int) -> str:
     return f"{STEP_DIR_PREFIX}{global_step:012d}"
 
 
+class _Attr(str):
+    """A named tuple's field name inside a snapshot path (printed as ``.name``, not ``['name']``)."""
+
+
+def _path_text(path: Any) -> str:
+    """A snapshot path, nested ``(parent, key)`` pairs around a root name, as ``batch['x'][0].f``."""
+    keys = []
+    while isinstance(path, tuple):
+        path, key = path
+        keys.append(key)
+    text = str(path)
+    for key in reversed(keys):
+        text += f".{key}" if isinstance(key, _Attr) else f"[{key!r}]"
+    return text
+
+
 def to_cpu(obj: Any, path: str = "batch") -> Any:
     """Copy a batch to host memory in a form ``torch.load(weights_only=True)`` accepts.
 
@@ -126,7 +142,7 @@ def _take_rng() -> Dict[str, Any]:
     aten/src/ATen/cuda/CUDAGeneratorImpl.cpp, ``CUDAGeneratorImpl::get_state``).
     """
     raw: Dict[str, Any] = {"cpu": torch.get_rng_state(), "python": random.getstate()}
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+    if torch.cuda.is_initialized():  # implies is_available(), which reads the environment each call
         try:
             raw["cuda"] = [gen.get_state() for gen in torch.cuda.default_generators]
         except RuntimeError:  # e.g. during CUDA graph capture; the replay then runs without it
@@ -217,6 +233,9 @@ def _env_int(names: Sequence[str]) -> Optional[int]:
         if value is not None and value.isdigit():
             return int(value)
     return None
+
+
+_NO_MODEL_STATE = {"kind": "none", "exact": False, "ref": None, "step": None}
 
 
 class _Taken:
@@ -424,12 +443,14 @@ class Recorder:
     # ------------------------------------------------------------------ training thread
 
     def _take(self, step, batch, epoch, model, optimizer, checkpoint_ref, extra_state, batch_index) -> _Taken:
-        for name, value, nullable in (("step", step, False), ("epoch", epoch, False),
-                                      ("batch_index", batch_index, True)):
-            if value is None and nullable:
-                continue
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise RecorderError(f"{name} must be a non-negative integer, not {value!r}")
+        if type(step) is not int or type(epoch) is not int or step < 0 or epoch < 0 or (
+                batch_index is not None and (type(batch_index) is not int or batch_index < 0)):
+            # The slow path names the culprit (and accepts int subclasses other than bool).
+            for name, value in (("step", step), ("epoch", epoch), ("batch_index", batch_index)):
+                if value is None and name == "batch_index":
+                    continue
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise RecorderError(f"{name} must be a non-negative integer, not {value!r}")
         t = _Taken()
         t.step, t.epoch, t.batch_index = step, epoch, batch_index
         t.watched, t.events = [], []
@@ -437,7 +458,7 @@ class Recorder:
         t.batch = self._snapshot(batch, "batch", t, copy_all)
         t.rng = _take_rng()
         t.model = t.optimizer = t.extra_state = None
-        t.model_state = {"kind": "none", "exact": False, "ref": None, "step": None}
+        t.model_state = _NO_MODEL_STATE  # read-only; replaced below, never changed in place
         # Weights and optimizer state change in place at every optimizer step: always copied.
         if model is not None:
             t.model = self._snapshot(model.state_dict(), "model", t, True)
@@ -449,7 +470,7 @@ class Recorder:
         if extra_state is not None:
             t.extra_state = self._snapshot(extra_state, "extra_state", t, copy_all)
         t.created_at = time.time()  # formatted by the writer
-        cuda_ready = torch.cuda.is_available() and torch.cuda.is_initialized()
+        cuda_ready = torch.cuda.is_initialized()
         t.estimates = (self._step_seconds, _gpu_memory() if cuda_ready else None)
         t.cuda_device = self._cuda_device_info() if cuda_ready else None
         t.determinism = {
@@ -459,14 +480,17 @@ class Recorder:
         }
         return t
 
-    def _snapshot(self, obj: Any, path: str, taken: _Taken, copy: bool) -> Any:
+    def _snapshot(self, obj: Any, path: Any, taken: _Taken, copy: bool) -> Any:
         """What ``record()`` keeps of ``obj``: references to CPU tensors (watched), copies of the rest.
 
         Validates the structure as ``to_cpu`` does, so unsupported contents fail on this thread.
+        ``path`` names where ``obj`` sits, as a root name or a ``(parent, key)`` pair that
+        ``_path_text`` formats only when a message needs it (building the text for every key
+        would cost more than the rest of the walk).
         """
         if isinstance(obj, torch.Tensor):
             t = obj.detach()  # shares storage and version counter with obj
-            if t.device.type == "cpu":
+            if t.is_cpu:
                 if copy or t.is_inference():  # inference tensors have no version counter
                     return t.clone()
                 taken.watched.append((t, t._version, path))
@@ -474,17 +498,19 @@ class Recorder:
             return self._from_device(t, path, taken)
         if obj is None or isinstance(obj, (bool, int, float, str, bytes)):
             return obj
-        if isinstance(obj, Mapping):
+        if type(obj) is dict or isinstance(obj, Mapping):  # the exact type first: the ABC check is slower
             out_map = {}
             for key, value in obj.items():
                 if not isinstance(key, (str, int)):
-                    raise RecorderError(f"{path}: dict keys must be str or int, found {type(key).__name__}")
-                out_map[key] = self._snapshot(value, f"{path}[{key!r}]", taken, copy)
+                    raise RecorderError(
+                        f"{_path_text(path)}: dict keys must be str or int, found {type(key).__name__}")
+                out_map[key] = self._snapshot(value, (path, key), taken, copy)
             return out_map
         if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-            return {name: self._snapshot(getattr(obj, name), f"{path}.{name}", taken, copy) for name in obj._fields}
+            return {name: self._snapshot(getattr(obj, name), (path, _Attr(name)), taken, copy)
+                    for name in obj._fields}
         if isinstance(obj, (list, tuple)):
-            items = [self._snapshot(value, f"{path}[{i}]", taken, copy) for i, value in enumerate(obj)]
+            items = [self._snapshot(value, (path, i), taken, copy) for i, value in enumerate(obj)]
             return tuple(items) if isinstance(obj, tuple) else items
         np = sys.modules.get("numpy")
         if np is not None and isinstance(obj, np.ndarray):
@@ -492,7 +518,7 @@ class Recorder:
         if np is not None and isinstance(obj, np.generic):
             return obj.item()
         raise RecorderError(
-            f"{path}: cannot record a {type(obj).__module__}.{type(obj).__name__}; "
+            f"{_path_text(path)}: cannot record a {type(obj).__module__}.{type(obj).__name__}; "
             "pass tensors, numbers, strings or dicts/lists/tuples of them"
         )
 
@@ -550,7 +576,7 @@ class Recorder:
     def _mutated(self, taken: _Taken) -> Optional[str]:
         for tensor, version, path in taken.watched:
             if tensor._version != version:
-                return path
+                return _path_text(path)
         return None
 
     def _reject_mutated(self, taken: _Taken, path: str, entry: Optional[str]) -> None:

@@ -23,6 +23,7 @@ import atexit
 import collections
 import logging
 import os
+import queue
 import signal
 import sys
 import threading
@@ -36,7 +37,13 @@ DEFAULT_EXIT_TIMEOUT_S = 20.0
 
 
 class BackgroundWriter:
-    """Runs ``handler(item)`` for queued items on one daemon thread, newest-wins when full."""
+    """Runs ``handler(item)`` for queued items on one daemon thread, newest-wins when full.
+
+    ``put`` is called from one producer thread (the training loop) and takes no lock: the queue is
+    a ``collections.deque``, whose ``append`` and ``popleft`` are atomic, and the writer is woken
+    through a ``queue.SimpleQueue`` only when it is idle. A lock and condition serve ``flush`` and
+    the writer's bookkeeping, off the training thread's path.
+    """
 
     def __init__(self, handler: Callable[[Any], None], maxsize: int = 2, name: str = "assertwatch-writer",
                  on_drop: Optional[Callable[[Any], None]] = None):
@@ -46,33 +53,45 @@ class BackgroundWriter:
         self._on_drop = on_drop
         self.maxsize = maxsize
         self.name = name
-        # An RLock: a SIGTERM handler may run flush() on the main thread while that thread is
-        # inside put() holding the lock; Condition.wait releases every level of an RLock.
+        # An RLock: a SIGTERM handler may run flush() on the main thread while that thread holds
+        # the lock in close(); Condition.wait releases every level of an RLock.
         self._cond = threading.Condition(threading.RLock())
         self._queue: Deque[Any] = collections.deque()
-        self._busy = False
+        self._wake: "queue.SimpleQueue[None]" = queue.SimpleQueue()
+        self._idle = False  # the writer is blocked on _wake (set by the writer only)
+        self._busy = False  # the writer holds an item (changed under _cond)
         self._stop = False
         self._thread: Optional[threading.Thread] = None
-        self._pid = os.getpid()
         # Counters (read them after flush() for exact values).
         self.written = 0
         self.dropped = 0
         self.busy_s = 0.0
         self.cpu_s = 0.0
         self.max_queued = 0
+        _forked_resets.add(self)
 
     # ------------------------------------------------------------------ producer side
 
     def put(self, item: Any) -> None:
-        dropped = None
-        with self._cond:
+        thread = self._thread
+        if thread is None or not thread.is_alive():
             self._ensure_thread()
-            if len(self._queue) >= self.maxsize:
-                dropped = self._queue.popleft()
+        q = self._queue
+        q.append(item)
+        n = len(q)
+        dropped = None
+        if n > self.maxsize:
+            try:
+                dropped = q.popleft()  # the oldest; the writer may have taken it a moment ago
+            except IndexError:
+                pass
+            else:
                 self.dropped += 1
-            self._queue.append(item)
-            self.max_queued = max(self.max_queued, len(self._queue))
-            self._cond.notify_all()
+                n -= 1
+        if n > self.max_queued:
+            self.max_queued = n
+        if self._idle:
+            self._wake.put(None)
         if dropped is not None and self._on_drop is not None:
             self._on_drop(dropped)
 
@@ -82,7 +101,7 @@ class BackgroundWriter:
 
     def flush(self, timeout: Optional[float] = None) -> bool:
         """Wait until every queued item is written; False if ``timeout`` seconds passed first."""
-        if os.getpid() != self._pid or self._thread is None:
+        if self._thread is None:
             return not self._queue  # a forked child has no writer thread; nothing it could wait for
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
@@ -100,38 +119,59 @@ class BackgroundWriter:
         done = self.flush(timeout)
         with self._cond:
             self._stop = True
-            self._cond.notify_all()
             thread = self._thread
+        self._wake.put(None)
         if thread is not None and done and thread is not threading.current_thread():
             thread.join(timeout)
         with self._cond:
             if self._thread is thread and (thread is None or not thread.is_alive()):
                 self._thread = None
                 self._stop = False
+                _drain(self._wake)
         return done
 
     # ------------------------------------------------------------------ writer side
 
     def _ensure_thread(self) -> None:
-        if os.getpid() != self._pid:  # forked (e.g. a data-loader worker): a fresh, empty writer
-            self._pid = os.getpid()
-            self._queue.clear()
-            self._busy = False
-            self._thread = None
-        if self._thread is None or not self._thread.is_alive():
-            self._stop = False
-            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-            self._thread.start()
+        with self._cond:
+            if self._thread is None or not self._thread.is_alive():
+                self._stop = False
+                self._idle = False
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+
+    def _after_fork(self) -> None:
+        """In a forked child (e.g. a data-loader worker): a fresh, empty writer with no thread."""
+        self._cond = threading.Condition(threading.RLock())
+        self._queue.clear()
+        self._wake = queue.SimpleQueue()
+        self._idle = self._busy = self._stop = False
+        self._thread = None
+
+    def _next(self) -> Any:
+        """The next item, blocking while there is none; ``_STOP`` when asked to stop with nothing left."""
+        while True:
+            with self._cond:
+                if self._queue:
+                    self._busy = True  # under the lock, so flush() never sees neither
+                    return self._queue.popleft()
+                if self._stop:
+                    return _STOP
+            # Announce idleness, then look again: a put() that ran before the flag was set woke
+            # nobody, and its item is seen here; one that runs after it sends a wake-up.
+            self._idle = True
+            if self._queue or self._stop:
+                self._idle = False
+                continue
+            self._wake.get()
+            self._idle = False
+            _drain(self._wake)
 
     def _run(self) -> None:
         while True:
-            with self._cond:
-                while not self._queue and not self._stop:
-                    self._cond.wait()
-                if not self._queue:
-                    return
-                item = self._queue.popleft()
-                self._busy = True
+            item = self._next()
+            if item is _STOP:
+                return
             wall, cpu = time.perf_counter(), time.thread_time()
             try:
                 self._handler(item)
@@ -145,6 +185,29 @@ class BackgroundWriter:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
+
+
+_STOP = object()
+
+
+def _drain(wake: "queue.SimpleQueue[None]") -> None:
+    while True:
+        try:
+            wake.get_nowait()
+        except queue.Empty:
+            return
+
+
+_forked_resets: "weakref.WeakSet[BackgroundWriter]" = weakref.WeakSet()
+
+
+def _reset_after_fork() -> None:
+    for w in list(_forked_resets):
+        w._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 # ---------------------------------------------------------------------- process-exit hooks

@@ -171,3 +171,48 @@ def test_writer_flush_and_close():
     w.put(3)  # starts a new thread
     assert w.flush(10) and seen == [0, 1, 2, 3]
     w.close(10)
+
+
+def test_writer_lock_free_put_loses_no_wakeup_and_counts_every_item():
+    """Many puts racing the writer: every item is written or counted as dropped, none hangs."""
+    from assertwatch_replay.writer import BackgroundWriter
+
+    seen = []
+
+    def handler(item):
+        if item % 7 == 0:
+            time.sleep(0.0005)  # let the queue fill now and then, so drops happen too
+        seen.append(item)
+
+    w = BackgroundWriter(handler, maxsize=2)
+    n = 5000
+    for i in range(n):
+        w.put(i)
+        if i % 97 == 0:
+            time.sleep(0.001)  # the writer goes idle and must be woken by the next put
+    assert w.flush(30)
+    assert w.written + w.dropped == n and len(seen) == w.written
+    assert seen == sorted(seen) and seen[-1] == n - 1  # oldest dropped first; the newest survives
+    assert w.max_queued <= 2
+    assert w.close(10)
+
+
+def test_writer_in_forked_child_starts_empty(tmp_path):
+    from assertwatch_replay.writer import BackgroundWriter
+
+    gate = threading.Event()
+    w = BackgroundWriter(lambda item: gate.wait(30), maxsize=4)
+    w.put(1)
+    w.put(2)  # queued behind the blocked item
+    pid = os.fork()
+    if pid == 0:  # child: an empty writer with no thread; a put starts a fresh one
+        ok = not w._queue and w._thread is None and w.flush(1)
+        done = []
+        w._handler = done.append
+        w.put(3)
+        ok = ok and w.flush(10) and done == [3]
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    gate.set()
+    assert w.flush(10)
+    assert os.WEXITSTATUS(status) == 0

@@ -646,17 +646,17 @@ mod tests {
         let d = DetectorSet::builtin();
         for (line, kind, cat) in [
             // torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, heartbeatMonitor().
-            ("[rank5]:[E1202 10:00:00.000000 200 ProcessGroupNCCL.cpp:1444] [PG 0 Rank 5] Heartbeat monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()=1", Kind::NcclError, "nccl_watchdog_timeout"),
-            ("[rank5]:[F1202 10:08:00.000000 200 ProcessGroupNCCL.cpp:1224] [PG 0 Rank 5] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives.", Kind::NcclError, "nccl_watchdog_timeout"),
-            ("[rank2]:[E1202 10:00:00.000000 200 ProcessGroupNCCL.cpp:1316] [PG 0 Rank 2] Received a global timeout from another rank and will start to dump the debug info.", Kind::NcclError, "nccl_watchdog_timeout"),
+            ("[rank5]:[E1202 10:00:00.000000 200 ProcessGroupNCCL.cpp:1444] [PG 0 Rank 5] Heartbeat monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()=1", Kind::NcclError, "nccl_heartbeat_monitor_timeout"),
+            ("[rank5]:[F1202 10:08:00.000000 200 ProcessGroupNCCL.cpp:1224] [PG 0 Rank 5] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives.", Kind::NcclError, "nccl_heartbeat_monitor_timeout"),
+            ("[rank2]:[E1202 10:00:00.000000 200 ProcessGroupNCCL.cpp:1316] [PG 0 Rank 2] Received a global timeout from another rank and will start to dump the debug info.", Kind::NcclError, "nccl_heartbeat_monitor_timeout"),
             // torch/csrc/distributed/c10d/socket.cpp (SocketConnectOp), a DistNetworkError as
             // users publish it.
-            ("torch.distributed.DistNetworkError: The client socket has failed to connect to any network address of (llama2-70b-n2-testys-master-0, 23456). The client socket has failed to connect to 172-16-100-89.llama2-70b-n2-testys-master-0.default.svc.cluster.local:23456 (errno: 113 - No route to host).", Kind::NcclError, "rendezvous_unreachable"),
+            ("torch.distributed.DistNetworkError: The client socket has failed to connect to any network address of (llama2-70b-n2-testys-master-0, 23456). The client socket has failed to connect to 172-16-100-89.llama2-70b-n2-testys-master-0.default.svc.cluster.local:23456 (errno: 113 - No route to host).", Kind::NcclError, "c10d_store_connect_failed"),
             ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [node01]:29500 (errno: 111 - Connection refused).", Kind::NcclError, "nccl_connection_refused"),
             // torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py.
-            ("torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.", Kind::NcclError, "rendezvous_unreachable"),
+            ("torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.", Kind::NcclError, "rendezvous_connection_failed"),
             // torch/csrc/distributed/c10d/TCPStore.cpp.
-            ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.", Kind::NcclError, "rendezvous_unreachable"),
+            ("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.", Kind::NcclError, "c10d_store_connect_failed"),
             // NCCL src/transport/net_ib.cc, printed without the NCCL WARN prefix.
             ("NET/IB : Got completion from peer 10.1.1.2<39437> with error 12, opcode 0, len 0, vendor err 129 (Send)", Kind::NcclError, "nccl_ib_completion_error"),
             ("NET/IB : Got completion with error 12, opcode 1, len 32614, vendor err 129", Kind::NcclError, "nccl_ib_completion_error"),
@@ -677,11 +677,22 @@ mod tests {
             ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[256,1024,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc", Kind::Oom, "cuda_oom"),
             ("2024-01-01 10:00:00.000000: W tensorflow/core/common_runtime/bfc_allocator.cc:479] Allocator (GPU_0_bfc) ran out of memory trying to allocate 4.00GiB (rounded to 4294967296)requested by op MatMul", Kind::Oom, "cuda_oom"),
             // tensorflow/stream_executor/cuda/cuda_dnn.cc and cuda_blas.cc.
-            ("E tensorflow/stream_executor/cuda/cuda_dnn.cc:329] Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED", Kind::CudaError, "cudnn_init_failed"),
-            ("E tensorflow/stream_executor/cuda/cuda_blas.cc:226] failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED", Kind::CudaError, "cublas_init_failed"),
-            ("RuntimeError: cuDNN error: CUDNN_STATUS_ARCH_MISMATCH", Kind::CudaError, "unknown"),
+            ("E tensorflow/stream_executor/cuda/cuda_dnn.cc:329] Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED", Kind::CudaError, "cudnn_not_initialized"),
+            ("E tensorflow/stream_executor/cuda/cuda_blas.cc:226] failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED", Kind::CudaError, "cublas_not_initialized"),
+            ("RuntimeError: cuDNN error: CUDNN_STATUS_ARCH_MISMATCH", Kind::CudaError, "cudnn_not_supported"),
+            // cuDNN 9's sub-codes keep their major status's family.
+            ("RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph. CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN", Kind::CudaError, "cudnn_not_supported"),
+            ("RuntimeError: CUDNN_BACKEND_TENSOR_DESCRIPTOR cudnnFinalize failed cudnn_status: CUDNN_STATUS_BAD_PARAM", Kind::CudaError, "cudnn_bad_param"),
+            ("RuntimeError: CUDA error: CUBLAS_STATUS_INVALID_VALUE when calling `cublasGemmEx( handle, opa, opb, m, n, k, &falpha, a, CUDA_R_16F, lda, b, CUDA_R_16F, ldb, &fbeta, c, CUDA_R_16F, ldc, CUDA_R_32F, CUBLAS_GEMM_DFALT_TENSOR_OP)`", Kind::CudaError, "cublas_invalid_value"),
             // JAX / XLA.
             ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes.", Kind::Oom, "cuda_oom"),
+            // XLA's device allocator (xla/stream_executor/integrations), CuPy's pool
+            // (cupy/cuda/memory.pyx).
+            ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for 2.00GiB (2147483648B) on device ordinal 0", Kind::Oom, "cuda_oom"),
+            ("cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 1,073,741,824 bytes (allocated so far: 0 bytes).", Kind::Oom, "cuda_oom"),
+            // PyTorch's caching-allocator message without its head (c10/cuda/CUDACachingAllocator.cpp).
+            ("Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 3.06 MiB is free. Including non-PyTorch memory, this process has 79.14 GiB memory in use.", Kind::Oom, "cuda_oom"),
+            ("Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity; 12.01 GiB already allocated; 1.50 GiB free; 13.00 GiB reserved in total by PyTorch)", Kind::Oom, "cuda_oom"),
             ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to execute XLA Runtime executable: run time error: custom call 'xla.gpu.func.launch' failed: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered", Kind::CudaError, "illegal_memory_access"),
             ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA_ERROR_NOT_INITIALIZED", Kind::CudaError, "unknown"),
             // vLLM (vllm/worker/worker.py, v1/core/kv_cache_utils.py) and SGLang

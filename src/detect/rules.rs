@@ -131,6 +131,19 @@ pub struct HeadlineRule {
     pub requires_any: &'static [&'static str],
 }
 
+// Hints shared by the cuBLAS/cuDNN status rows. The rows follow the libraries' status enums
+// (`cublasStatus_t` in cublas_api.h, `cudnnStatus_t` in cudnn.h / cudnn_graph.h), one category per
+// status named after it, so that a status this table lacks still reads the same way in `unknown`.
+const LIBRARY_HANDLE_HINT: &str = "The library could not create its handle or workspace, usually \
+    because the GPU is out of memory when the framework starts (another process, or a framework \
+    that reserves all memory up front): check nvidia-smi and the framework's memory settings.";
+const LIBRARY_PARAM_HINT: &str = "The library rejected the call's parameters (shape, dtype, stride \
+    or layout): check the inputs of the failing operation; an earlier asynchronous error can also \
+    leave garbage sizes, so replay the step synchronously.";
+const LIBRARY_ARCH_HINT: &str = "The library does not support this operation on this GPU or with \
+    these parameters (dtype, layout, compute capability): check the GPU architecture the library \
+    was built for and the inputs' dtype and layout.";
+
 const HIGH: u8 = 30;
 const MID: u8 = 20;
 const GENERIC: u8 = 10;
@@ -336,16 +349,55 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &[],
     },
     HeadlineRule {
-        name: "cublas_alloc_failed",
-        literals: &[
-            "CUBLAS_STATUS_ALLOC_FAILED",
-            "CUBLAS_STATUS_NOT_INITIALIZED",
-        ],
+        // TensorFlow prints "failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED"
+        // (stream_executor/cuda/cuda_blas.cc) when the GPU is out of memory at start-up.
+        name: "cublas_not_initialized",
+        literals: &["CUBLAS_STATUS_NOT_INITIALIZED"],
         kind: Kind::CudaError,
-        category: "cublas_init_failed",
+        category: "cublas_not_initialized",
         blame: Blame::Application,
-        hint: "cuBLAS could not create its handle or workspace, usually because the GPU is out \
-               of memory: reduce memory use or check other processes on the GPU.",
+        hint: LIBRARY_HANDLE_HINT,
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cublas_alloc_failed",
+        literals: &["CUBLAS_STATUS_ALLOC_FAILED"],
+        kind: Kind::CudaError,
+        category: "cublas_alloc_failed",
+        blame: Blame::Application,
+        hint: LIBRARY_HANDLE_HINT,
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cublas_invalid_value",
+        literals: &["CUBLAS_STATUS_INVALID_VALUE"],
+        kind: Kind::CudaError,
+        category: "cublas_invalid_value",
+        blame: Blame::Application,
+        hint: LIBRARY_PARAM_HINT,
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cublas_not_supported",
+        literals: &["CUBLAS_STATUS_NOT_SUPPORTED", "CUBLAS_STATUS_ARCH_MISMATCH"],
+        kind: Kind::CudaError,
+        category: "cublas_not_supported",
+        blame: Blame::Application,
+        hint: LIBRARY_ARCH_HINT,
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cublas_mapping_error",
+        literals: &["CUBLAS_STATUS_MAPPING_ERROR"],
+        kind: Kind::CudaError,
+        category: "cublas_mapping_error",
+        blame: Blame::Unknown,
+        hint: "cuBLAS could not access GPU memory (mapping error): often an earlier asynchronous \
+               error; replay the step synchronously.",
         priority: HIGH,
         requires_any: &[],
     },
@@ -384,28 +436,61 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &[],
     },
     HeadlineRule {
-        // cuDNN `cudnnStatus_t` names; TensorFlow prints "Could not create cudnn handle:
-        // CUDNN_STATUS_NOT_INITIALIZED" (tensorflow/stream_executor/cuda/cuda_dnn.cc) when the GPU is
-        // out of memory at start-up.
-        name: "cudnn_init_failed",
-        literals: &["CUDNN_STATUS_NOT_INITIALIZED", "CUDNN_STATUS_ALLOC_FAILED"],
+        // TensorFlow prints "Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED"
+        // (stream_executor/cuda/cuda_dnn.cc) when the GPU is out of memory at start-up.
+        name: "cudnn_not_initialized",
+        literals: &["CUDNN_STATUS_NOT_INITIALIZED"],
         kind: Kind::CudaError,
-        category: "cudnn_init_failed",
+        category: "cudnn_not_initialized",
         blame: Blame::Application,
-        hint: "cuDNN could not create its handle or workspace, usually because the GPU is out of \
-               memory when the framework starts (another process, or a framework that reserves \
-               all memory up front): check nvidia-smi and the framework's memory growth settings.",
+        hint: LIBRARY_HANDLE_HINT,
         priority: HIGH,
         requires_any: &[],
     },
     HeadlineRule {
-        name: "cudnn_not_supported",
-        literals: &["CUDNN_STATUS_NOT_SUPPORTED", "CUDNN_STATUS_BAD_PARAM"],
+        name: "cudnn_alloc_failed",
+        literals: &["CUDNN_STATUS_ALLOC_FAILED"],
         kind: Kind::CudaError,
-        category: "cudnn_unsupported",
+        category: "cudnn_alloc_failed",
         blame: Blame::Application,
-        hint: "cuDNN rejected the operation's parameters (shape, dtype or layout): check the \
-               inputs of the failing convolution/RNN.",
+        hint: LIBRARY_HANDLE_HINT,
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        // cuDNN 9 adds sub-codes after the major ones (`CUDNN_STATUS_NOT_SUPPORTED_SHAPE`,
+        // `CUDNN_STATUS_BAD_PARAM_NULL_POINTER`, ...); the literal is their common prefix.
+        name: "cudnn_not_supported",
+        literals: &["CUDNN_STATUS_NOT_SUPPORTED", "CUDNN_STATUS_ARCH_MISMATCH"],
+        kind: Kind::CudaError,
+        category: "cudnn_not_supported",
+        blame: Blame::Application,
+        hint: LIBRARY_ARCH_HINT,
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cudnn_bad_param",
+        literals: &["CUDNN_STATUS_BAD_PARAM", "CUDNN_STATUS_INVALID_VALUE"],
+        kind: Kind::CudaError,
+        category: "cudnn_bad_param",
+        blame: Blame::Application,
+        hint: LIBRARY_PARAM_HINT,
+        priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        name: "cudnn_version_mismatch",
+        literals: &[
+            "CUDNN_STATUS_VERSION_MISMATCH",
+            "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH",
+            "CUDNN_STATUS_RUNTIME_PREREQUISITE_MISSING",
+        ],
+        kind: Kind::CudaError,
+        category: "cudnn_version_mismatch",
+        blame: Blame::Driver,
+        hint: "The cuDNN library does not match what the framework was built against (or a \
+               sub-library is missing): install the cuDNN version the framework's wheel expects.",
         priority: HIGH,
         requires_any: &[],
     },
@@ -439,6 +524,17 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // JAX/XLA: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes."
             // (xla/stream_executor and tsl BFC allocator, surfaced as XlaRuntimeError).
             "Out of memory while trying to allocate",
+            // XLA's device allocator: "Failed to allocate request for 1.00GiB (1073741824B) on
+            // device ordinal 0" (xla/stream_executor/integrations/device_mem_allocator et al.);
+            // XLA's host buffers, CuPy and others: "Out of memory allocating N bytes".
+            "B) on device ordinal",
+            "Out of memory allocating",
+            // The body of PyTorch's caching-allocator message, which survives when the
+            // `OutOfMemoryError` head was cut from a paste: "Tried to allocate 2.00 GiB (GPU 0;
+            // 15.78 GiB total capacity; …)" and, since 2.1, "Tried to allocate 20.00 MiB. GPU 0 has
+            // a total capacity of 79.15 GiB of which …" (c10/cuda/CUDACachingAllocator.cpp).
+            "total capacity;",
+            "has a total capacity of",
             // vLLM: "No available memory for the cache blocks. Try increasing
             // `gpu_memory_utilization`" (vllm/worker/worker.py, v1/core/kv_cache_utils.py).
             "No available memory for the cache blocks",
@@ -486,14 +582,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         name: "nccl_watchdog_timeout",
         literals: &[
             "Watchdog caught collective operation timeout",
-            // ProcessGroupNCCL's heartbeat monitor (torch/csrc/distributed/c10d/
-            // ProcessGroupNCCL.cpp, heartbeatMonitor): the watchdog itself stopped making progress,
-            // or another rank flagged a collective timeout and this one was told to dump and exit.
-            "Heartbeat monitor timed out",
-            "watchdog got stuck for",
-            "Received a global timeout from another rank",
             "watchdog detected a collective timeout",
-            "Received a dump signal due to a collective timeout",
         ],
         kind: Kind::NcclError,
         category: "nccl_watchdog_timeout",
@@ -502,6 +591,28 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "A collective did not finish within the NCCL timeout: one rank is stuck, dead or out \
                of step. Check the lagging rank's log and node first (its own error comes earlier).",
         priority: HIGH,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        // ProcessGroupNCCL's heartbeat monitor thread (torch/csrc/distributed/c10d/
+        // ProcessGroupNCCL.cpp, `HeartbeatMonitor::runLoop` / older `heartbeatMonitor`): the
+        // watchdog itself stopped making progress (often a hung CUDA call or a GIL deadlock), or
+        // a collective timed out here or on another rank and this process dumps and exits.
+        name: "nccl_heartbeat_monitor_timeout",
+        literals: &[
+            "Heartbeat monitor timed out",
+            "watchdog got stuck for",
+            "Received a global timeout from another rank",
+            "Received a dump signal due to a collective timeout",
+        ],
+        kind: Kind::NcclError,
+        category: "nccl_heartbeat_monitor_timeout",
+        blame: Blame::Unknown,
+        hint: "ProcessGroupNCCL's heartbeat monitor killed the process: its watchdog made no \
+               progress (a hung CUDA call, a GIL deadlock) or a collective timed out on some rank. \
+               Find the first rank that logged an error or a collective timeout; raise \
+               TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only when the watchdog is merely slow.",
+        priority: HIGH - 1,
         requires_any: &[],
     },
     HeadlineRule {
@@ -586,33 +697,51 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         blame: Blame::Unknown,
         hint: "A rank could not connect to a peer: the peer died or a firewall/interface choice \
                blocks it (NCCL_SOCKET_IFNAME).",
-        // Above `rendezvous_unreachable`, so the socket error the store names keeps its family.
+        // Above `c10d_store_connect_failed`, so the socket error the store names keeps its family.
         priority: MID + 1,
         requires_any: &["NCCL", "nccl", "c10d", "TCPStore", "client socket"],
     },
     HeadlineRule {
         // torch/csrc/distributed/c10d/socket.cpp ("The client socket has failed to connect to any
         // network address of (host, port)", "The client socket has timed out after …", "The
-        // server socket has failed to listen on any local network address"), TCPStore.cpp ("Timed
-        // out after N seconds waiting for clients"), and the elastic rendezvous's
-        // RendezvousConnectionError "The connection to the C10d store has failed"
-        // (torch/distributed/elastic/rendezvous/c10d_rendezvous_backend.py).
-        name: "rendezvous_unreachable",
+        // server socket has failed to listen on any local network address") and TCPStore.cpp
+        // ("Timed out after N seconds waiting for clients", the store's own `DistStoreError`).
+        name: "c10d_store_connect_failed",
         literals: &[
             "has failed to connect to any network address",
             "The client socket has timed out after",
             "has failed to listen on any local network address",
             "seconds waiting for clients",
+            // PyTorch 1.x's c10d TCPStore client ("RuntimeError: Socket Timeout").
+            "Socket Timeout",
+        ],
+        kind: Kind::NcclError,
+        category: "c10d_store_connect_failed",
+        blame: Blame::Unknown,
+        hint: "A rank could not reach the job's c10d TCPStore: the host of rank 0 (MASTER_ADDR) \
+               died, has not started, or MASTER_ADDR/MASTER_PORT, DNS or a firewall is wrong; \
+               check the rank that hosts the store first.",
+        priority: MID,
+        requires_any: &[],
+    },
+    HeadlineRule {
+        // torch.distributed.elastic's rendezvous errors (torch/distributed/elastic/rendezvous/
+        // api.py): `RendezvousConnectionError` ("The connection to the C10d store has failed",
+        // c10d_rendezvous_backend.py; the etcd backend raises it too), `RendezvousTimeoutError`,
+        // `RendezvousClosedError`.
+        name: "rendezvous_connection_failed",
+        literals: &[
             "The connection to the C10d store has failed",
             "RendezvousConnectionError",
             "RendezvousTimeoutError",
+            "RendezvousClosedError",
         ],
         kind: Kind::NcclError,
-        category: "rendezvous_unreachable",
+        category: "rendezvous_connection_failed",
         blame: Blame::Unknown,
-        hint: "A rank could not reach the job's c10d store (rendezvous): the master/store host \
-               died, has not started, or MASTER_ADDR/MASTER_PORT, DNS or a firewall is wrong; \
-               check the rank that hosts the store first.",
+        hint: "torchrun's rendezvous failed: its backend (the c10d store or etcd endpoint in \
+               --rdzv-endpoint) is unreachable, or not every node joined within the rendezvous \
+               timeout; check the endpoint host and that all nodes started.",
         priority: MID,
         requires_any: &[],
     },
@@ -720,7 +849,7 @@ mod tests {
         names.dedup();
         assert_eq!(before, names.len());
         for n in names {
-            assert!(n.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{n}");
+            assert!(n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'), "{n}");
         }
     }
 

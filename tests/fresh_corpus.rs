@@ -107,7 +107,9 @@ struct Tally {
 }
 
 fn set_dir(set: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(set)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(set)
 }
 
 /// Categories `tests/fresh/README.md` lists in the table of its "## Categories" section (rows
@@ -151,8 +153,8 @@ fn same_family(want: &str, got: &str) -> bool {
 /// `novel_category: true` by the set's collector.
 fn load(set: &str) -> Vec<Sample> {
     let dir = set_dir(set);
-    let readme = std::fs::read_to_string(set_dir("fresh").join("README.md"))
-        .expect("tests/fresh/README.md");
+    let readme =
+        std::fs::read_to_string(set_dir("fresh").join("README.md")).expect("tests/fresh/README.md");
     let listed = listed_categories(&readme);
     let mut ids = HashSet::new();
     let mut samples = Vec::new();

@@ -104,8 +104,10 @@ fn scan(input: &[u8], feed: Feed) -> ScanResult {
         let start = usize::try_from(c.offset).unwrap();
         assert!(c.offset >= next, "chunk at {} overlaps {next}", c.offset);
         assert_eq!(c.data, &input[start..start + c.data.len()], "chunk bytes");
+        // One read of look-ahead at most (the reader reads on once before a line it cannot
+        // finish yet, so that the input's unterminated last line joins the chunk before it).
         assert!(
-            c.data.len() <= max_line + read_size,
+            c.data.len() <= max_line + 2 * read_size,
             "chunk of {}",
             c.data.len()
         );
@@ -117,7 +119,14 @@ fn scan(input: &[u8], feed: Feed) -> ScanResult {
                 "a cut line is exactly max_line bytes"
             );
         } else if c.unterminated {
-            assert!(c.data.len() <= max_line && !c.data.contains(&b'\n'));
+            // Complete lines, then the input's last line, without its newline.
+            let last = c.data.rsplit(|b| *b == b'\n').next().unwrap_or_default();
+            assert!(!last.is_empty() && last.len() <= max_line);
+            assert_eq!(
+                next,
+                input.len() as u64,
+                "only the input's end is unterminated"
+            );
         } else {
             assert_eq!(
                 c.data.last(),

@@ -129,6 +129,15 @@ pub fn site_for(expression: &str, kernel_file: Option<&str>) -> Option<&'static 
         .then_some(first)
 }
 
+/// Does the catalog hold a site in `kernel_file` (a basename)?
+pub fn is_known_file(kernel_file: &str) -> bool {
+    let c = catalog();
+    c.sites.iter().any(|s| s.kernel_file == kernel_file)
+        || c.families
+            .iter()
+            .any(|f| f.kernel_files.contains(&kernel_file))
+}
+
 /// The family a kernel file (a basename) implies on its own: listed for an added family, or
 /// every catalog site in that file belongs to the same family.
 pub fn family_of_file(kernel_file: &str) -> Option<&'static str> {

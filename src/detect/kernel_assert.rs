@@ -55,6 +55,13 @@ pub fn parse_all(line: &str) -> Vec<Evidence> {
     for (i, &(start, end)) in tokens.iter().enumerate() {
         let seg_end = tokens.get(i + 1).map_or(line.len(), |t| t.0);
         let segment = &line[end..seg_end];
+        if let Some((expr, used)) = printf_form(segment) {
+            if let Some(assertion) = clean_expression(expr) {
+                out.push(evidence(&line[prefix_start..start], assertion));
+                prefix_start = end + used;
+                continue;
+            }
+        }
         let Some(failed) = last_failed(segment) else {
             continue;
         };
@@ -113,6 +120,22 @@ fn assertion_tokens(line: &str) -> Vec<(usize, usize)> {
         })
         .map(|s| (s, s + WORD.len()))
         .collect()
+}
+
+/// PyTorch's `CUDA_KERNEL_ASSERT_PRINTF` (c10/macros/Macros.h, 2.6 and later) prints
+/// ``[CUDA_KERNEL_ASSERT] File.cu:L: fn: block: [..], thread: [..]: Assertion failed: `cond`: msg``
+/// before the usual line: the expression follows the word "failed". Returns it (backticks
+/// included) and how far into `segment` it ends.
+fn printf_form(segment: &str) -> Option<(&str, usize)> {
+    let lead = segment.len() - segment.trim_start().len();
+    let rest = segment[lead..].strip_prefix("failed:")?;
+    let lead2 = rest.len() - rest.trim_start().len();
+    let body = &rest[lead2..];
+    let inner = body.strip_prefix('`')?;
+    let close = inner.find("`:").or_else(|| inner.rfind('`'))?;
+    let expr = &body[..close + 2];
+    let used = lead + "failed:".len() + lead2 + expr.len();
+    Some((expr, used))
 }
 
 /// Offset of the last word "failed" in `segment` that ends the expression.
@@ -261,6 +284,16 @@ mod tests {
             "probability tensor contains either `inf`, `nan` or element < 0"
         );
         assert_eq!(c, "multinomial_invalid_probability");
+    }
+
+    #[test]
+    fn printf_form_of_newer_pytorch() {
+        // CUDA_KERNEL_ASSERT_PRINTF (c10/macros/Macros.h) at the repeat_interleave site.
+        let line = "[CUDA_KERNEL_ASSERT] /pytorch/aten/src/ATen/native/cuda/Repeat.cu:25: compute_cuda_kernel: block: [0,0,0], thread: [0,0,0]: Assertion failed: `result_size == cumsum_ptr[size - 1]`: Invalid input! In `repeat_interleave`, the `output_size` argument (10) must be the same as the sum of the elements in the `repeats` tensor (12).";
+        let (f, a, _) = get(line);
+        assert_eq!(f.as_deref(), Some("Repeat.cu:25"));
+        assert_eq!(a, "result_size == cumsum_ptr[size - 1]");
+        assert_eq!(parse_all(line).len(), 1);
     }
 
     #[test]

@@ -369,6 +369,28 @@ impl DetectorSet {
         }
     }
 
+    /// How complete `ev` is within its strength: the fields a hard wrap can cut off or mangle
+    /// (a kernel file the assertion catalog knows, rather than a cut-off name; the block and
+    /// thread; an Xid's PCI id and pid). Decides between a line and its join with a neighbour
+    /// when both give evidence of the same strength.
+    pub fn completeness(&self, ev: &Evidence) -> u8 {
+        match ev {
+            Evidence::KernelAssert {
+                kernel_file, block, ..
+            } => {
+                // Only a file the catalog knows counts: any `name.cpp:N` on a neighbour
+                // (a C++ log prefix) would otherwise pass for a kernel file.
+                let known = kernel_file.as_deref().is_some_and(|f| {
+                    let base = f.rsplit_once(':').map_or(f, |(b, _)| b);
+                    kernel_assert::assert_catalog::is_known_file(base)
+                });
+                2 * u8::from(known) + u8::from(block.is_some())
+            }
+            Evidence::Xid { pci, pid, .. } => 2 * u8::from(pci.is_some()) + u8::from(pid.is_some()),
+            _ => 0,
+        }
+    }
+
     pub fn options(&self) -> &DetectOptions {
         &self.options
     }

@@ -17,8 +17,14 @@ struct Patterns {
     bare: Regex,
     /// `Loss is nan`: a value as Python prints a float (lowercase), after `is`/`became`.
     verbal: Regex,
+    /// A group of loss components after a `Losses`/`loss` header, any of them non-finite:
+    /// `[Losses: x 0.1, y 0.2, …, total nan, …]` (older YOLO trainers) or `losses {cls nan}`.
+    group: Regex,
     /// Words that make a line prose about NaN rather than a report of one.
     prose: Regex,
+    /// A verb right after the value: the value is the subject of a sentence ("grad_norm nan is
+    /// caused by …"), not a printed metric.
+    prose_after: Regex,
     scale: Regex,
 }
 
@@ -33,15 +39,29 @@ const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?))(?:$|[\s,;|}\])'"])"#;
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
     P.get_or_init(|| Patterns {
+        // The value may follow a number in parentheses' stead: metric loggers print "current
+        // (average)" — `loss: 0.4012 (nan)` (torchvision references' SmoothedValue, DETR,
+        // BEiT/unilm) — or the reverse, `loss: nan (0.4012)`.
         keyed: Regex::new(&format!(
-            r#"(?i){KEY}['"]?\s{{0,3}}[:=]\s{{0,3}}['"]?(?:tensor\(\s*)?{TOKEN}"#
+            r#"(?i){KEY}['"]?\s{{0,3}}[:=]\s{{0,3}}['"]?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
         ))
         .expect("static regex"),
         bare: Regex::new(&format!(r"(?i){KEY} {{1,3}}(?-i:{TOKEN})")).expect("static regex"),
         verbal: Regex::new(&format!(r"(?i){KEY}\s+(?:is|became|was)\s+(?-i:{TOKEN})"))
             .expect("static regex"),
+        group: Regex::new(&format!(
+            r"(?i)\blosses?\b['\x22]?\s{{0,3}}[:=]?\s{{0,3}}[\[{{(]?[^\]}})]{{0,240}}?\b[a-z_]{{1,24}}['\x22]?\s{{0,3}}[:=]?\s{{1,3}}(?-i:{TOKEN})"
+        ))
+        .expect("static regex"),
+        // Conditionals, verbs of advice, and the articles and pronouns of a sentence before the
+        // key ("the loss is nan", "my grad norm becomes inf", "we get loss nan"): log lines name
+        // their keys bare.
         prose: Regex::new(
-            r"(?i)\b(?:if|when|whenever|whether|unless|until|in case|once|avoid|prevent|detect|checks?)\b",
+            r"(?i)\b(?:if|when|whenever|whether|unless|until|in case|once|avoid|prevent|detect|checks?|the|my|our|your|their|its|this|that|i|we|you|they|why|how|because|always|sometimes|often|becomes?|became|getting|gets?|got|turns?|goes)\b",
+        )
+        .expect("static regex"),
+        prose_after: Regex::new(
+            r"(?i)^\W{0,3}\s*(?:is|are|was|were|means?|caused?|causes|because|due|seems?|happens?|appears?|comes?|should|could|would|will|can|may|might)\b",
         )
         .expect("static regex"),
         scale: Regex::new(r"(?i)loss scale.{0,80}?reducing (?:loss scale )?to:?\s*([0-9][0-9.eE+-]{0,30})|reducing loss scale to:?\s*([0-9][0-9.eE+-]{0,30})")
@@ -105,14 +125,35 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     // The key and its value. `keyed` is a log's or a metrics dict's shape and stands on its
     // own; the bare and verbal forms also occur in sentences ("if the loss is nan, …"), so a
     // line with a conditional or descriptive word before the key is prose, not an event.
-    let hit = p.keyed.captures(line).or_else(|| {
-        [&p.bare, &p.verbal].into_iter().find_map(|re| {
-            re.captures(line).filter(|c| {
-                c.get(0)
-                    .is_some_and(|m| !p.prose.is_match(&line[..m.start()]))
-            })
+    // A line that prints both a loss and a gradient norm (mmengine: `grad_norm: nan  loss: nan`)
+    // is the loss's family: a non-finite loss makes the gradients non-finite, not the reverse.
+    let sentence = |c: &regex::Captures| {
+        c.get(0).is_some_and(|m| {
+            p.prose.is_match(&line[..m.start()]) || p.prose_after.is_match(&line[m.end()..])
         })
-    })?;
+    };
+    let keyed = p.keyed.captures_iter(line).filter(|c| !sentence(c)).fold(
+        None,
+        |best: Option<regex::Captures>, c| match &best {
+            Some(b) if is_loss(b) => best,
+            _ if is_loss(&c) || best.is_none() => Some(c),
+            _ => best,
+        },
+    );
+    let hit = keyed.or_else(|| {
+        [&p.bare, &p.verbal]
+            .into_iter()
+            .find_map(|re| re.captures(line).filter(|c| !sentence(c)))
+    });
+    let Some(hit) = hit else {
+        let g = p.group.captures(line).filter(|c| !sentence(c))?;
+        let tok = g.name("tok")?.as_str().to_ascii_lowercase();
+        return Some(if tok.contains("nan") {
+            headline("non_finite_loss", LOSS_HINT)
+        } else {
+            headline("inf_loss", INF_HINT)
+        });
+    };
     let key = hit.name("key")?.as_str().to_ascii_lowercase();
     let tok = hit.name("tok")?.as_str().to_ascii_lowercase();
     Some(if !key.contains("loss") {
@@ -122,6 +163,11 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     } else {
         headline("inf_loss", INF_HINT)
     })
+}
+
+fn is_loss(c: &regex::Captures) -> bool {
+    c.name("key")
+        .is_some_and(|k| k.as_str().to_ascii_lowercase().contains("loss"))
 }
 
 #[cfg(test)]
@@ -179,6 +225,16 @@ mod tests {
             ("{\"loss\": \"nan\", \"ppl\": \"nan\"}", "non_finite_loss"),
             // DETR / torchvision references: `print("Loss is {}, stopping training")`.
             ("Loss is nan, stopping training", "non_finite_loss"),
+            // "current (average)" metric loggers (torchvision references' SmoothedValue), also
+            // inside Markdown emphasis.
+            ("Epoch: [3]  [ 120/1251]  eta: 0:10:01  lr: 0.000100  loss: 4.1021 (nan)  time: 0.4711", "non_finite_loss"),
+            ("**grad_norm: 0.3922 (nan)**", "nan_grad_norm"),
+            ("loss: nan (6.9012)", "non_finite_loss"),
+            // A group of loss components (older YOLO trainers' `[Losses: x %f, …, total %f]`).
+            ("[Epoch 0/100, Batch 17/1000] [Losses: x 0.201, y 0.198, w nan, h nan, conf nan, cls nan, total nan, recall: 0.00000, precision: 0.00000]", "non_finite_loss"),
+            ("Losses: {'loss_classifier': 0.51, 'loss_box_reg': inf}", "inf_loss"),
+            // mmengine prints the gradient norm first; the loss decides the family.
+            ("Epoch(train)  [1][  50/1000]  lr: 2.0e-03  eta: 1:02:03  time: 0.51  data_time: 0.01  memory: 9000  grad_norm: nan  loss: nan  loss_cls: nan", "non_finite_loss"),
             // fairseq dynamic loss scaler.
             ("FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the learning rate", "loss_scale_collapse"),
         ] {
@@ -197,6 +253,11 @@ mod tests {
             "loss: 0.51 info: saving",
             "grad_norm: 0.93 (inf-norm 1.2)",
             "the loss function handles nan inputs",
+            "I get grad_norm: nan after a few hundred steps with fp16",
+            "With mixed precision the grad norm is nan for the first steps, which is expected.",
+            "we always see loss = nan (0.0) in the first epoch",
+            "grad_norm nan is caused by the fp16 overflow in the first steps",
+            "loss inf means the learning rate is too high",
         ] {
             assert_eq!(cat(line), None, "{line}");
         }

@@ -137,7 +137,8 @@ pub struct HeadlineRule {
 const LIBRARY_HANDLE_HINT: &str = "The library could not create its handle or workspace, usually \
     because the GPU is out of memory when the framework starts (another process, or a framework \
     that reserves all memory up front): check nvidia-smi and the framework's memory settings.";
-const LIBRARY_PARAM_HINT: &str = "The library rejected the call's parameters (shape, dtype, stride \
+const LIBRARY_PARAM_HINT: &str =
+    "The library rejected the call's parameters (shape, dtype, stride \
     or layout): check the inputs of the failing operation; an earlier asynchronous error can also \
     leave garbage sizes, so replay the step synchronously.";
 const LIBRARY_ARCH_HINT: &str = "The library does not support this operation on this GPU or with \
@@ -825,6 +826,11 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     ": NAN",
     "\"nan\"",
     "\"inf\"",
+    "(nan)",
+    "(inf)",
+    " nan,",
+    " nan]",
+    " inf,",
     "tensor(nan",
     "tensor(inf",
     "tensor(-inf",
@@ -849,7 +855,11 @@ mod tests {
         names.dedup();
         assert_eq!(before, names.len());
         for n in names {
-            assert!(n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'), "{n}");
+            assert!(
+                n.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                "{n}"
+            );
         }
     }
 

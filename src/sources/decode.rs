@@ -136,6 +136,16 @@ impl Decoder {
         self.format
     }
 
+    /// Decides the format from `raw` while it is still undecided and `raw` is not blank (the
+    /// line itself is then fed as usual).
+    pub fn settle(&mut self, raw: &[u8]) -> Format {
+        let raw = trim_cr(raw);
+        if self.format == Format::Auto && !raw.iter().all(u8::is_ascii_whitespace) {
+            self.format = sniff(raw);
+        }
+        self.format
+    }
+
     /// Feeds one physical line (without its `\n`); returns a logical line when one is complete.
     pub fn push(&mut self, raw: &[u8], line_no: u64, offset: u64) -> Option<Logical> {
         let raw = trim_cr(raw);

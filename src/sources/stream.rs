@@ -142,9 +142,11 @@ fn best_join(
     if line.len() > PIECE_MAX {
         return None;
     }
+    // Strength first, then completeness (a join that restores a cut kernel file name wins).
+    let score = |e: &Evidence| u16::from(det.strength(e)) * 8 + u16::from(det.completeness(e));
     let strength = |b: &[u8]| {
         det.inspect(&String::from_utf8_lossy(b))
-            .map_or(0, |e| det.strength(&e))
+            .map_or(0, |e| score(&e))
     };
     // A piece before the line's own break must be a full wrap width.
     let next = around
@@ -171,10 +173,10 @@ fn best_join(
     if !det.has_detail_literal(text) && !cut_at_break() {
         return None;
     }
-    let floor_line = alone.map_or(0, |e| det.strength(e));
+    let floor_line = alone.map_or(0, score);
     let floor_next = next.map_or(0, strength);
-    let floor_prevs: Vec<u8> = prevs.iter().map(|p| strength(p)).collect();
-    let mut best: Option<(String, Evidence, u8)> = None;
+    let floor_prevs: Vec<u16> = prevs.iter().map(|p| strength(p)).collect();
+    let mut best: Option<(String, Evidence, u16)> = None;
     // Longest joins first, so that a tie keeps the one with the most context.
     for k in (0..=prevs.len()).rev() {
         for with_next in [true, false] {
@@ -193,7 +195,7 @@ fn best_join(
                 floor = floor.max(floor_next);
             }
             if let Some(ev) = det.inspect(&joined) {
-                let s = det.strength(&ev);
+                let s = score(&ev);
                 if s > floor && best.as_ref().is_none_or(|b| s > b.2) {
                     best = Some((joined, ev, s));
                 }
@@ -312,6 +314,20 @@ impl StreamScanner {
         let mut s = 0;
         while s < data.len() {
             let e = memchr::memchr(b'\n', &data[s..]).map_or(data.len(), |i| s + i);
+            // Plain text from its first line on takes the fast path, which has the neighbours
+            // that a hard-wrapped first line needs.
+            if self.decoder.format() == Format::Auto
+                && self.decoder.settle(&data[s..e]) == Format::Plain
+            {
+                let rest = Chunk {
+                    data: &data[s..],
+                    offset: chunk.offset + s as u64,
+                    truncated: false,
+                    unterminated: chunk.unterminated,
+                };
+                self.fast(&rest, det, at_ms, out);
+                return;
+            }
             self.per_line(&data[s..e], chunk.offset + s as u64, det, at_ms, out, false);
             s = e + 1;
             // Once auto-detection picked plain text, the rest of the chunk takes the fast path.
@@ -670,6 +686,63 @@ mod tests {
                 bits = bits.rotate_right(1);
             }
             prop_assert_eq!(first(&mixed.join("\n")), want);
+        }
+    }
+}
+#[cfg(test)]
+mod first_line {
+    use super::*;
+
+    /// A hard wrap in the first line of an input whose format is still being detected: the
+    /// first line needs its neighbour like any other.
+    #[test]
+    fn wrapped_first_line_of_auto_detected_input_is_joined() {
+        let det = DetectorSet::builtin();
+        let text = "../aten/src/ATen/native/cuda/Indexing.cu:1141: indexSelectLargeIndex: block: [194,0,0], thread: [96,0,0] Assertion `srcIndex < srcSelectDimSize\n` failed.\n";
+        let mut sc = StreamScanner::new(Format::Auto, 1 << 16, 1);
+        let mut findings = Vec::new();
+        let chunk = Chunk {
+            data: text.as_bytes(),
+            offset: 0,
+            truncated: false,
+            unterminated: false,
+        };
+        sc.feed(&chunk, &det, 0, &mut findings);
+        sc.finish(&det, 0, &mut findings);
+        assert_eq!(findings.len(), 1, "{findings:#?}");
+        match &findings[0].evidence {
+            Evidence::KernelAssert {
+                assertion,
+                kernel_file,
+                ..
+            } => {
+                assert_eq!(assertion, "srcIndex < srcSelectDimSize");
+                assert_eq!(kernel_file.as_deref(), Some("Indexing.cu:1141"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A wrap inside the kernel file's name: the join restores the name the catalog knows.
+    #[test]
+    fn wrap_inside_the_kernel_file_name_is_joined() {
+        let det = DetectorSet::builtin();
+        let text = "noise\n/opt/conda/conda-bld/pytorch_1591914880026/work/aten/src/THC/THCTensorIn\ndex.cu:361: indexSelectLargeIndex: block: [44,0,0], thread: [96,0,0] Assertion `srcIndex < srcSelectDimSize` failed.\n";
+        let mut sc = StreamScanner::new(Format::Auto, 1 << 16, 1);
+        let mut findings = Vec::new();
+        let chunk = Chunk {
+            data: text.as_bytes(),
+            offset: 0,
+            truncated: false,
+            unterminated: false,
+        };
+        sc.feed(&chunk, &det, 0, &mut findings);
+        sc.finish(&det, 0, &mut findings);
+        match &findings.first().map(|f| &f.evidence) {
+            Some(Evidence::KernelAssert { kernel_file, .. }) => {
+                assert_eq!(kernel_file.as_deref(), Some("THCTensorIndex.cu:361"));
+            }
+            other => panic!("{other:?}"),
         }
     }
 }

@@ -136,6 +136,8 @@ pub struct ChunkReader<R> {
     read_size: usize,
     /// When false, a trailing line without a newline at EOF is held back (tailing a live file).
     emit_unterminated: bool,
+    /// The last read returned less than asked: the end of the input may be next.
+    short_read: bool,
 }
 
 impl<R: Read> ChunkReader<R> {
@@ -154,6 +156,7 @@ impl<R: Read> ChunkReader<R> {
             max_line,
             read_size: read_size.max(4096),
             emit_unterminated: true,
+            short_read: false,
         }
     }
 
@@ -187,6 +190,30 @@ impl<R: Read> ChunkReader<R> {
                 let s = self.start;
                 let offset = self.pos - (self.end - s) as u64;
                 if let Some(piece) = first_piece(&self.buf[s..self.end], self.max_line) {
+                    if let Piece::Lines(r) = &piece {
+                        // Lines followed by the start of another: read on once, so that at the
+                        // end of the input the last, unterminated line comes in the same chunk
+                        // as the lines before it (a scanner joins a hard-wrapped line with its
+                        // neighbours only within a chunk). Only after a short read (the end may
+                        // be next), so that big inputs read in full chunks pay nothing; bounded:
+                        // at most one extra read.
+                        let tail = self.end - (s + r.end);
+                        if tail > 0 && self.emit_unterminated {
+                            if !self.eof && self.short_read && self.end - s < 2 * self.read_size {
+                                self.fill()?;
+                                continue;
+                            }
+                            if self.eof && r.start == 0 && tail <= self.max_line {
+                                self.start = self.end;
+                                return Ok(Some(Chunk {
+                                    data: &self.buf[s..self.end],
+                                    offset,
+                                    truncated: false,
+                                    unterminated: true,
+                                }));
+                            }
+                        }
+                    }
                     let (data, next, truncated) = match piece {
                         Piece::Lines(r) => (s + r.start..s + r.end, s + r.end, false),
                         Piece::Long { head, end } => (s + head.start..s + head.end, s + end, true),
@@ -249,6 +276,7 @@ impl<R: Read> ChunkReader<R> {
         if n == 0 {
             self.eof = true;
         }
+        self.short_read = n < want - self.end;
         self.end += n;
         self.pos += n as u64;
         Ok(())
@@ -387,11 +415,20 @@ mod tests {
 
     #[test]
     fn offsets_point_at_chunk_starts() {
+        // At the end of the input the unterminated last line comes with the lines before it.
         let mut r = ChunkReader::new(&b"ab\ncd\nef"[..], 100, 4096, 10);
         let c = r.next_chunk().unwrap().unwrap();
-        assert_eq!((c.offset, c.data), (10, &b"ab\ncd\n"[..]));
+        assert_eq!(
+            (c.offset, c.data, c.unterminated),
+            (10, &b"ab\ncd\nef"[..], true)
+        );
+        assert!(r.next_chunk().unwrap().is_none());
+        // Tailing holds it back.
+        let mut r = ChunkReader::new(&b"ab\ncd\nef"[..], 100, 4096, 10).hold_unterminated();
         let c = r.next_chunk().unwrap().unwrap();
-        assert_eq!((c.offset, c.data, c.unterminated), (16, &b"ef"[..], true));
+        assert_eq!((c.offset, c.data), (10, &b"ab\ncd\n"[..]));
+        assert!(r.next_chunk().unwrap().is_none());
+        assert_eq!(r.committed_offset(), 16);
     }
 
     proptest! {

@@ -92,6 +92,22 @@ pub(super) fn frame(
 /// `ChildFailedError` summary also name the failure's root cause (the first rank that failed),
 /// which then heads the incident's message.
 pub(super) fn continuation(st: &mut StreamState, f: &Finding, cx: &mut Cx<'_>) {
+    if st.open.is_none() && f.text.contains(CHILD_FAILED) {
+        // torchrun's summary with no failure of its own before it (the worker's error went to
+        // a log this stream does not carry): the summary is the incident, headed by its root
+        // cause once the fields below arrive.
+        headline(
+            st,
+            f,
+            Kind::NcclError,
+            "torchrun_child_failed",
+            Blame::Unknown,
+            CHILD_FAILED_HINT,
+            "torchrun_child_failed",
+            cx,
+        );
+        return;
+    }
     if let Some(o) = st.open.as_mut() {
         extend(o, f, cx.cfg);
         if elastic::fold(&mut o.inc.root_cause, &f.text) {
@@ -112,6 +128,13 @@ pub(super) fn continuation(st: &mut StreamState, f: &Finding, cx: &mut Cx<'_>) {
         cx.dirty.push(o.key);
     }
 }
+
+/// The exception torchrun raises when a worker fails (torch/distributed/elastic/
+/// multiprocessing/errors/__init__.py), printed ahead of its summary.
+const CHILD_FAILED: &str = "ChildFailedError";
+const CHILD_FAILED_HINT: &str = "torchrun stopped the job because a worker process failed: the \
+    summary's root cause names the first rank that failed, its host and exit code; read that \
+    rank's own output (its error_file, or its log) for the real error.";
 
 /// Separates the root-cause headline from the failure's own message.
 const ROOT_CAUSE_SEP: &str = " | ";
@@ -721,5 +744,45 @@ Root Cause (first observed failure):
             "{msg}"
         );
         assert!(msg.contains("illegal memory access"), "{msg}");
+    }
+
+    #[test]
+    fn child_failed_summary_alone_is_its_own_incident() {
+        // The worker's error went elsewhere; the launcher's stream carries only the summary.
+        let text = "E1202 10:00:05.000000 100 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) local_rank: 3 (pid: 5151) of binary: /usr/bin/python3
+Traceback (most recent call last):
+  File \"/usr/local/bin/torchrun\", line 8, in <module>
+    sys.exit(main())
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-12-02_10:00:05
+  host      : gpu-node-9
+  rank      : 11 (local_rank: 3)
+  exitcode  : -6 (pid: 5151)
+  error_file: <N/A>
+  traceback : Signal 6 (SIGABRT) received by PID 5151
+============================================================
+";
+        let incs = run(text);
+        assert_eq!(incs.len(), 1, "{incs:#?}");
+        let i = &incs[0];
+        assert_eq!(
+            (i.kind, i.category.as_str()),
+            (Kind::NcclError, "torchrun_child_failed")
+        );
+        let rc = i.root_cause.as_ref().unwrap();
+        assert_eq!(
+            (rc.rank, rc.local_rank, rc.exitcode),
+            (Some(11), Some(3), Some(-6))
+        );
+        let msg = i.message.as_deref().unwrap();
+        assert!(
+            msg.starts_with("root cause: rank 11 (local_rank 3) on gpu-node-9, exitcode -6"),
+            "{msg}"
+        );
     }
 }

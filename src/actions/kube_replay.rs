@@ -20,9 +20,8 @@ use assertwatch_kube::replay_pod::namespace_listed;
 use assertwatch_kube::run::{run_replay_pod, PodRun, RunEnd, RunLimits};
 use assertwatch_kube::KubeApi;
 use assertwatch_repro::{Mode, Outcome, ReproConfig, ReproRunner};
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Log lines read from a finished replay pod (the result is the last one).
@@ -36,8 +35,6 @@ pub struct KubeReplays<A: KubeApi> {
     pub captured: CapturedPods,
     pub cfg: ReproKubernetesConfig,
     pub node: String,
-    /// Replay pods started in the last hour (the runner's `max_per_hour` applies to them too).
-    started: Mutex<VecDeque<Instant>>,
 }
 
 /// A job chosen to replay as a pod.
@@ -59,7 +56,6 @@ impl<A: KubeApi> KubeReplays<A> {
             captured,
             cfg,
             node,
-            started: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -81,25 +77,11 @@ impl<A: KubeApi> KubeReplays<A> {
         Some(Target { failing, container })
     }
 
-    /// Counts a start against `max_per_hour`; false when the hour's budget is spent.
-    fn admit(&self, max_per_hour: u32) -> bool {
-        let mut q = self.started.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        while q
-            .front()
-            .is_some_and(|t| now.duration_since(*t) > Duration::from_secs(3600))
-        {
-            q.pop_front();
-        }
-        if max_per_hour > 0 && q.len() >= max_per_hour as usize {
-            return false;
-        }
-        q.push_back(now);
-        true
-    }
-
-    /// Replays `job`: as a pod when [`KubeReplays::select`] chooses it and its manifest is
-    /// found, else with the local runner.
+    /// Replays `job`: as pods when [`KubeReplays::select`] chooses it and its manifest is
+    /// found, else with the local runner. The pods run under the runner's admission (per-job
+    /// hourly limit, duplicate suppression, one replay per GPU) and are counted in its metrics;
+    /// the modes are tried in the configured order (GPU modes only while the GPU is healthy)
+    /// until one reproduces the failure, at most `max_attempts` pods.
     pub async fn replay(&self, job: Job, runner: &ReproRunner) -> ReproReport {
         let Some(target) = self.select(job.incident_id, job.pod.as_ref()) else {
             return ReproReport::from(&runner.run_for(job.request).await);
@@ -114,23 +96,62 @@ impl<A: KubeApi> KubeReplays<A> {
             };
             assertwatch_repro::discover::find(&rc.roots, &key, &rc.manifest)
                 .found
-                .map(|f| (f.flagged.path, f.flagged.doc.step.global_step))
+                .map(|f| {
+                    let doc = &f.flagged.doc;
+                    let job_key = format!("{}/{}", doc.job.name, doc.job.rank.unwrap_or(0));
+                    let uuid = doc.cuda_device.as_ref().and_then(|d| d.uuid.clone());
+                    (f.flagged.path, doc.step.global_step, job_key, uuid)
+                })
         })
         .await
         .ok()
         .flatten();
-        let Some((seen, step)) = found else {
+        let Some((seen, step, job_key, uuid)) = found else {
             // The local runner reports its own `no_debug_state` (and counts it).
             return ReproReport::from(&runner.run_for(job.request).await);
         };
-        let Some(mode) = pick_mode(runner.config(), job.request.gpu_unhealthy) else {
+        let modes = ladder_modes(runner.config(), job.request.gpu_unhealthy);
+        let Some(&first) = modes.first() else {
             return kube_skipped("gpu_unhealthy");
         };
-        if !self.admit(runner.config().max_per_hour) {
-            return kube_skipped("rate_limited");
+        let gpu = modes.iter().any(|m| m.is_gpu()).then(|| {
+            job.request
+                .gpu
+                .clone()
+                .or(uuid)
+                .unwrap_or_else(|| "default".to_owned())
+        });
+        let _slot = match runner.admit_external(
+            &job_key,
+            step,
+            &job.request.category,
+            first,
+            gpu.as_deref(),
+        ) {
+            Ok(slot) => slot,
+            Err(reason) => return kube_skipped(reason),
+        };
+        let mut reports = Vec::new();
+        for mode in modes.into_iter().take(runner.config().max_attempts.max(1)) {
+            let rep = self
+                .replay_found(job.incident_id, &target, &seen, step, mode)
+                .await;
+            if rep.outcome != Outcome::Skipped || !rep.attempts.is_empty() {
+                let took = rep.duration_s.map(Duration::from_secs_f64);
+                runner.count_external(mode, rep.outcome, took);
+            } else {
+                runner.count_external(mode, Outcome::Skipped, None);
+            }
+            let done = matches!(
+                rep.outcome,
+                Outcome::Reproduced | Outcome::ReproducedCpuOnly | Outcome::Timeout
+            ) || rep.reason.as_deref() == Some("manifest_not_mounted");
+            reports.push(rep);
+            if done {
+                break;
+            }
         }
-        self.replay_found(job.incident_id, &target, &seen, step, mode)
-            .await
+        fold_reports(reports)
     }
 
     /// Builds, runs and reports the replay pod of `target` for the manifest the daemon found at
@@ -174,17 +195,49 @@ impl<A: KubeApi> KubeReplays<A> {
         if !run.deleted {
             tracing::warn!(incident = incident_id, pod = ?pod.metadata.name, "Replay pod could not be deleted.");
         }
-        report(&run, mode, &manifest, step, t0.elapsed())
+        let mut rep = report(&run, mode, &manifest, step, t0.elapsed());
+        rep.dropped_privileges = dropped;
+        rep
     }
 }
 
-/// The mode of the one attempt: the first configured one, or the first CPU one while the GPU
-/// is unhealthy.
-fn pick_mode(rc: &ReproConfig, gpu_unhealthy: bool) -> Option<Mode> {
+/// The modes a pod replay tries, in the configured order; no GPU mode while the GPU is
+/// unhealthy.
+fn ladder_modes(rc: &ReproConfig, gpu_unhealthy: bool) -> Vec<Mode> {
     rc.modes
         .iter()
         .copied()
-        .find(|m| !(gpu_unhealthy && m.is_gpu()))
+        .filter(|m| !(gpu_unhealthy && m.is_gpu()))
+        .collect()
+}
+
+/// One report from the pods' reports: the first that reproduced on the GPU, else the first
+/// that reproduced on the CPU, else the last; with every pod's attempt and privileges dropped.
+fn fold_reports(reports: Vec<ReproReport>) -> ReproReport {
+    let pick = reports
+        .iter()
+        .position(|r| r.outcome == Outcome::Reproduced)
+        .or_else(|| {
+            reports
+                .iter()
+                .position(|r| r.outcome == Outcome::ReproducedCpuOnly)
+        })
+        .unwrap_or(reports.len().saturating_sub(1));
+    let attempts: Vec<AttemptReport> = reports.iter().flat_map(|r| r.attempts.clone()).collect();
+    let total: f64 = reports.iter().filter_map(|r| r.duration_s).sum();
+    let mut dropped: Vec<String> = reports
+        .iter()
+        .flat_map(|r| r.dropped_privileges.clone())
+        .collect();
+    dropped.sort();
+    dropped.dedup();
+    let Some(mut out) = reports.into_iter().nth(pick) else {
+        return kube_skipped("no_mode");
+    };
+    out.attempts = attempts;
+    out.duration_s = Some((total * 1000.0).round() / 1000.0);
+    out.dropped_privileges = dropped;
+    out
 }
 
 fn kube_skipped(reason: &str) -> ReproReport {
@@ -292,6 +345,7 @@ mod tests {
     use assertwatch_kube::ApiError;
     use futures_util::stream::BoxStream;
     use serde_json::json;
+    use std::sync::Mutex;
 
     fn fixture(name: &str) -> Pod {
         let text = std::fs::read_to_string(format!(
@@ -581,16 +635,43 @@ mod tests {
     }
 
     #[test]
-    fn modes_and_hourly_budget() {
+    fn ladder_modes_follow_the_config_and_the_gpus_health() {
         let mut rc = ReproConfig::new("/tmp/x");
         rc.modes = vec![Mode::SyncGpu, Mode::Cpu];
-        assert_eq!(pick_mode(&rc, false), Some(Mode::SyncGpu));
-        assert_eq!(pick_mode(&rc, true), Some(Mode::Cpu));
+        assert_eq!(ladder_modes(&rc, false), vec![Mode::SyncGpu, Mode::Cpu]);
+        assert_eq!(ladder_modes(&rc, true), vec![Mode::Cpu]);
         rc.modes = vec![Mode::SyncGpu];
-        assert_eq!(pick_mode(&rc, true), None);
-        let (k, _) = replays(Mock::new("Succeeded", ""), &["*"]);
-        assert!(k.admit(2) && k.admit(2));
-        assert!(!k.admit(2));
+        assert!(ladder_modes(&rc, true).is_empty());
+    }
+
+    #[test]
+    fn fold_keeps_the_gpu_hit_and_every_attempt() {
+        let att = |mode, outcome| AttemptReport {
+            mode,
+            outcome,
+            reason: None,
+            step: 3,
+            duration_s: 1.0,
+            manifest: PathBuf::from("/m.json"),
+            result_path: None,
+        };
+        let mut gpu = kube_skipped("");
+        gpu.outcome = Outcome::NotReproduced;
+        gpu.attempts = vec![att(Mode::SyncGpu, Outcome::NotReproduced)];
+        gpu.duration_s = Some(2.0);
+        gpu.dropped_privileges = vec!["hostNetwork".into()];
+        let mut cpu = kube_skipped("");
+        cpu.outcome = Outcome::ReproducedCpuOnly;
+        cpu.python_frame = Some("model.py:57".into());
+        cpu.attempts = vec![att(Mode::Cpu, Outcome::ReproducedCpuOnly)];
+        cpu.duration_s = Some(1.5);
+        cpu.dropped_privileges = vec!["hostNetwork".into()];
+        let f = fold_reports(vec![gpu, cpu]);
+        assert_eq!(f.outcome, Outcome::ReproducedCpuOnly);
+        assert_eq!(f.python_frame.as_deref(), Some("model.py:57"));
+        assert_eq!(f.attempts.len(), 2);
+        assert_eq!(f.duration_s, Some(3.5));
+        assert_eq!(f.dropped_privileges, vec!["hostNetwork".to_owned()]);
     }
 
     #[test]

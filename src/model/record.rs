@@ -217,6 +217,11 @@ pub struct ReproReport {
     /// Where the replay ran (`local` for reports stored before this field existed).
     #[serde(default)]
     pub runtime: ReplayRuntime,
+    /// Privileges of the failing pod that its replay pod ran without (`hostNetwork`,
+    /// `privileged`, added capabilities…; see `docs/deploy-kubernetes.md`). Empty for local
+    /// replays.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped_privileges: Vec<String>,
 }
 
 /// A finished replay on its way back to the incident it was run for.
@@ -275,6 +280,7 @@ impl ReproReport {
             duration_s: None,
             result_path: None,
             runtime: ReplayRuntime::Local,
+            dropped_privileges: Vec::new(),
         }
     }
 }
@@ -313,6 +319,7 @@ impl From<&assertwatch_repro::ReproResult> for ReproReport {
             duration_s: Some(secs(r.duration)),
             result_path: r.result_path.clone(),
             runtime: ReplayRuntime::Local,
+            dropped_privileges: Vec::new(),
         }
     }
 }

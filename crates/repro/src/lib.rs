@@ -21,5 +21,6 @@ pub mod runner;
 pub use metrics::Metrics;
 pub use result::{ExceptionInfo, KernelAssertion};
 pub use runner::{
-    Attempt, GpuCheck, Mode, Outcome, ReproConfig, ReproRequest, ReproResult, ReproRunner,
+    Attempt, ExternalSlot, GpuCheck, Mode, Outcome, ReproConfig, ReproRequest, ReproResult,
+    ReproRunner,
 };

@@ -35,6 +35,7 @@ mod attempt;
 mod ladder;
 
 use admission::Admission;
+pub use admission::ExternalSlot;
 use ladder::fold;
 
 /// `error` and its causes, outermost first, joined by `": "` (what `anyhow` prints for `{:#}`),

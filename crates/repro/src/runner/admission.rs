@@ -1,10 +1,11 @@
-//! Admission: the per-job hourly limit, duplicate suppression and one replay per GPU.
+//! Admission: the per-job hourly limit, duplicate suppression and one replay per GPU, for the
+//! local ladder and for replays that run elsewhere (a Kubernetes pod, [`ExternalSlot`]).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::ReproRunner;
+use super::{Mode, Outcome, ReproRunner};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -64,5 +65,147 @@ impl ReproRunner {
             set: &self.inner.gpus,
             key: key.to_owned(),
         })
+    }
+}
+
+/// Admission of a replay that runs outside this runner (a pod on the cluster): the GPU it uses
+/// stays held until the slot is dropped.
+pub struct ExternalSlot {
+    runner: ReproRunner,
+    gpu: Option<String>,
+}
+
+impl Drop for ExternalSlot {
+    fn drop(&mut self) {
+        if let Some(g) = &self.gpu {
+            if let Ok(mut s) = self.runner.inner.gpus.lock() {
+                s.remove(g);
+            }
+        }
+    }
+}
+
+impl ReproRunner {
+    /// Admits a replay that runs elsewhere under the limits the local ladder obeys: the per-job
+    /// hourly limit and duplicate suppression (`job` is `name/rank` of the manifest's job,
+    /// `step` its global step), and, when `gpu` is given (a GPU mode), one replay per GPU.
+    /// `Err` is the `skipped` reason: `rate_limited`, `duplicate`, `gpu_busy` or `disabled`.
+    /// A refusal is counted in `assertwatch_repro_runs_total{mode,outcome="skipped"}`.
+    pub fn admit_external(
+        &self,
+        job: &str,
+        step: u64,
+        category: &str,
+        mode: Mode,
+        gpu: Option<&str>,
+    ) -> Result<ExternalSlot, &'static str> {
+        let refuse = |reason| {
+            self.count(mode, Outcome::Skipped, None);
+            Err(reason)
+        };
+        if !self.inner.cfg.enabled {
+            return refuse("disabled");
+        }
+        let gpu = match gpu {
+            Some(g) => {
+                let Ok(mut set) = self.inner.gpus.lock() else {
+                    return refuse("busy");
+                };
+                if !set.insert(g.to_owned()) {
+                    return refuse("gpu_busy");
+                }
+                Some(g.to_owned())
+            }
+            None => None,
+        };
+        let slot = ExternalSlot {
+            runner: self.clone(),
+            gpu,
+        };
+        if let Err(reason) = self.admit(job, step, category) {
+            drop(slot);
+            return refuse(reason);
+        }
+        Ok(slot)
+    }
+
+    /// Counts an attempt that ran elsewhere in the runner's metrics, as the ladder counts its own.
+    pub fn count_external(&self, mode: Mode, outcome: Outcome, took: Option<std::time::Duration>) {
+        self.count(mode, outcome, took);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Metrics, ReproConfig};
+
+    fn runner() -> (ReproRunner, prometheus::Registry) {
+        let reg = prometheus::Registry::new();
+        let mut cfg = ReproConfig::new(std::env::temp_dir().join("aw-admission-test"));
+        cfg.enabled = true;
+        cfg.max_per_hour = 2;
+        (ReproRunner::new(cfg, Metrics::new(&reg).unwrap()), reg)
+    }
+
+    fn skipped(reg: &prometheus::Registry, mode: &str) -> u64 {
+        reg.gather()
+            .iter()
+            .find(|f| f.get_name() == crate::metrics::RUNS_TOTAL)
+            .and_then(|f| {
+                f.get_metric().iter().find(|m| {
+                    m.get_label().iter().any(|l| l.get_value() == mode)
+                        && m.get_label().iter().any(|l| l.get_value() == "skipped")
+                })
+            })
+            .map_or(0, |m| m.get_counter().get_value() as u64)
+    }
+
+    #[test]
+    fn external_replays_share_the_ladders_limits() {
+        let (r, reg) = runner();
+        let slot = r
+            .admit_external(
+                "train/0",
+                7,
+                "embedding_index",
+                Mode::SyncGpu,
+                Some("GPU-a"),
+            )
+            .unwrap();
+        // The same GPU is held while the pod runs.
+        assert_eq!(
+            r.admit_external("other/0", 1, "x", Mode::SyncGpu, Some("GPU-a"))
+                .err(),
+            Some("gpu_busy")
+        );
+        drop(slot);
+        // The same job, step and family again: a duplicate.
+        assert_eq!(
+            r.admit_external(
+                "train/0",
+                7,
+                "embedding_index",
+                Mode::SyncGpu,
+                Some("GPU-a")
+            )
+            .err(),
+            Some("duplicate")
+        );
+        // The second distinct replay of the job this hour is admitted, the third is not.
+        assert!(r
+            .admit_external("train/0", 8, "embedding_index", Mode::Cpu, None)
+            .is_ok());
+        assert_eq!(
+            r.admit_external("train/0", 9, "embedding_index", Mode::Cpu, None)
+                .err(),
+            Some("rate_limited")
+        );
+        // The GPU is free again after a refusal for another reason.
+        assert!(r
+            .admit_external("third/0", 1, "x", Mode::SyncGpu, Some("GPU-a"))
+            .is_ok());
+        assert_eq!(skipped(&reg, "sync-gpu"), 2);
+        assert_eq!(skipped(&reg, "cpu"), 1);
     }
 }

@@ -230,8 +230,11 @@ pub enum SxidSeverity {
 pub enum GpuDriverEventKind {
     /// `RmInitAdapter failed!`: the GPU failed to initialise.
     InitFailed,
-    /// `GSP RM heartbeat timed out` / `rpcRecvPoll timedout`: the GSP firmware stopped answering.
-    GspTimeout,
+    /// `GSP RM heartbeat timed out`, `Heartbeat timed out`: the GSP firmware's heartbeat stopped
+    /// (`_kgspIsHeartbeatTimedOut`, kernel_gsp.c): the firmware itself is hung.
+    GspHeartbeatTimeout,
+    /// `rpcRecvPoll timedout for fn N`: one RPC to the GSP firmware went unanswered.
+    GspRpcTimeout,
     /// `Timedout while checking to see if training complete!` and similar NVLink training errors.
     NvlinkTrainingFailed,
 }
@@ -241,7 +244,8 @@ impl GpuDriverEventKind {
     pub fn category(self) -> &'static str {
         match self {
             GpuDriverEventKind::InitFailed => "gpu_init_failed",
-            GpuDriverEventKind::GspTimeout => "gsp_rpc_timeout",
+            GpuDriverEventKind::GspHeartbeatTimeout => "gsp_heartbeat_timeout",
+            GpuDriverEventKind::GspRpcTimeout => "gsp_rpc_timeout",
             GpuDriverEventKind::NvlinkTrainingFailed => "nvlink_training_failed",
         }
     }

@@ -366,7 +366,7 @@ mod tests {
         let (f, a, c) = get("/pytorch/aten/src/ATen/native/cuda/EmbeddingBag.cu:57: EmbeddingBag_updateOutputKernel: block: [863,0,0], thread: [20,7,0] Assertion `end >= begin` failed.");
         assert_eq!(f.as_deref(), Some("EmbeddingBag.cu:57"));
         assert_eq!(a, "end >= begin");
-        assert_eq!(c, "embedding_bag_index");
+        assert_eq!(c, "embedding_bag_offsets");
     }
 
     // PyTorch's Repeat.cu (compute_cuda_kernel of repeat_interleave).
@@ -466,7 +466,7 @@ mod tests {
             "index >= -sizes[i] && index < sizes[i] && \"index out of bounds\""
         );
         assert_eq!(got[2].0.as_deref(), Some("EmbeddingBag.cu:57"));
-        assert_eq!(got[2].2, "embedding_bag_index");
+        assert_eq!(got[2].2, "embedding_bag_offsets");
     }
 
     #[test]

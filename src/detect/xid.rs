@@ -120,11 +120,11 @@ fn gpu_event_kind(line: &str) -> Option<GpuDriverEventKind> {
     {
         return Some(GpuDriverEventKind::InitFailed);
     }
-    if line.contains("heartbeat timed out")
-        || line.contains("Heartbeat timed out")
-        || line.contains("rpcRecvPoll timedout")
-    {
-        return Some(GpuDriverEventKind::GspTimeout);
+    if line.contains("heartbeat timed out") || line.contains("Heartbeat timed out") {
+        return Some(GpuDriverEventKind::GspHeartbeatTimeout);
+    }
+    if line.contains("rpcRecvPoll timedout") {
+        return Some(GpuDriverEventKind::GspRpcTimeout);
     }
     if line.contains("training complete!") || line.contains("Pre Link Training ALI steps") {
         return Some(GpuDriverEventKind::NvlinkTrainingFailed);
@@ -324,7 +324,7 @@ mod tests {
                 "Mar 21 21:42:01 kernel: NVRM: GPU0 _kgspRpcRecvPoll: GSP RM heartbeat timed out"
             ),
             Some(Evidence::GpuDriverEvent {
-                event: GpuDriverEventKind::GspTimeout,
+                event: GpuDriverEventKind::GspHeartbeatTimeout,
                 pci: None,
                 gpu_tag: Some("GPU0".into())
             })
@@ -332,7 +332,7 @@ mod tests {
         assert!(matches!(
             parse_gpu_event("Mar 21 21:42:01 kernel: NVRM: GPU0 _kgspIsHeartbeatTimedOut: Heartbeat timed out, currentTimeMs 322227881 heartbeat 0 heartbeatWithOffsetMs 318098841 diff 4129040 timeout 5200"),
             Some(Evidence::GpuDriverEvent {
-                event: GpuDriverEventKind::GspTimeout,
+                event: GpuDriverEventKind::GspHeartbeatTimeout,
                 ..
             })
         ));

@@ -429,7 +429,8 @@ pub(super) fn sxid(
 fn gpu_event_hint(event: GpuDriverEventKind) -> &'static str {
     match event {
         GpuDriverEventKind::InitFailed => "The driver could not initialise the GPU (RmInitAdapter failed): it is unusable. Drain it, reset the GPU or reboot the node; check the driver/firmware match and have the GPU checked if it repeats.",
-        GpuDriverEventKind::GspTimeout => "The GPU's GSP firmware stopped answering the driver without an Xid being logged: drain the GPU and reset it (or reboot the node); update the driver if it repeats (an Xid 119/120 may follow).",
+        GpuDriverEventKind::GspHeartbeatTimeout => "The GPU's GSP firmware stopped sending its heartbeat (the firmware is hung), without an Xid being logged: drain the GPU and reset it (or reboot the node); update the driver if it repeats (an Xid 119/120 may follow).",
+        GpuDriverEventKind::GspRpcTimeout => "A call from the driver to the GPU's GSP firmware timed out without an Xid being logged: drain the GPU and reset it (or reboot the node); update the driver if it repeats (an Xid 119/120 may follow).",
         GpuDriverEventKind::NvlinkTrainingFailed => "The driver could not train the GPU's NVLinks: NVLink/P2P traffic of this GPU will not work. Drain the node, reset the GPUs (and NVSwitches) or reboot, and check the NVLink connections if it repeats.",
     }
 }

@@ -562,7 +562,7 @@ Mar 21 21:43:01 kernel: NVRM: GPU1 _kgspRpcRecvPoll: GSP RM heartbeat timed out
         let incs = run(text);
         assert_eq!(incs.len(), 2, "{incs:#?}");
         assert_eq!(incs[0].kind, Kind::Xid);
-        assert_eq!(incs[0].category, "gsp_rpc_timeout");
+        assert_eq!(incs[0].category, "gsp_heartbeat_timeout");
         assert_eq!(incs[0].xid, None);
         assert_eq!(incs[0].blame, Blame::Driver);
         assert_eq!(incs[0].evidence_lines, 2);

@@ -149,16 +149,16 @@ mod tests {
     }
 
     fn skipped(reg: &prometheus::Registry, mode: &str) -> u64 {
-        reg.gather()
-            .iter()
-            .find(|f| f.get_name() == crate::metrics::RUNS_TOTAL)
-            .and_then(|f| {
-                f.get_metric().iter().find(|m| {
-                    m.get_label().iter().any(|l| l.get_value() == mode)
-                        && m.get_label().iter().any(|l| l.get_value() == "skipped")
-                })
-            })
-            .map_or(0, |m| m.get_counter().get_value() as u64)
+        let text = prometheus::TextEncoder::new()
+            .encode_to_string(&reg.gather())
+            .unwrap();
+        let want = format!(
+            "{}{{mode=\"{mode}\",outcome=\"skipped\"}} ",
+            crate::metrics::RUNS_TOTAL
+        );
+        text.lines()
+            .find_map(|l| l.strip_prefix(&want))
+            .map_or(0, |v| v.trim().parse().unwrap())
     }
 
     #[test]

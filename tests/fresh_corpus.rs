@@ -133,7 +133,8 @@ fn documented_names(text: &str) -> BTreeSet<String> {
         .filter(|t| {
             !t.is_empty()
                 && t.contains('_')
-                && t.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                && t.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
         })
         .map(str::to_owned)
         .collect()
@@ -171,7 +172,11 @@ fn load(set: &str) -> Vec<Sample> {
         std::fs::read_to_string(set_dir("fresh").join("README.md")).expect("tests/fresh/README.md");
     let mut listed = listed_categories(&readme);
     // Later sets may also use the categories this project documents.
-    for doc in ["docs/assert-catalog.md", "docs/detection.md", "docs/kernel-events.md"] {
+    for doc in [
+        "docs/assert-catalog.md",
+        "docs/detection.md",
+        "docs/kernel-events.md",
+    ] {
         let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc))
             .unwrap_or_else(|e| panic!("{doc}: {e}"));
         listed.extend(documented_names(&text));

@@ -693,12 +693,9 @@ mod tests {
 mod first_line {
     use super::*;
 
-    /// A hard wrap in the first line of an input whose format is still being detected: the
-    /// first line needs its neighbour like any other.
-    #[test]
-    fn wrapped_first_line_of_auto_detected_input_is_joined() {
+    /// The findings of `text` scanned as one chunk of an input whose format is auto-detected.
+    fn auto_findings(text: &str) -> Vec<Finding> {
         let det = DetectorSet::builtin();
-        let text = "../aten/src/ATen/native/cuda/Indexing.cu:1141: indexSelectLargeIndex: block: [194,0,0], thread: [96,0,0] Assertion `srcIndex < srcSelectDimSize\n` failed.\n";
         let mut sc = StreamScanner::new(Format::Auto, 1 << 16, 1);
         let mut findings = Vec::new();
         let chunk = Chunk {
@@ -709,6 +706,15 @@ mod first_line {
         };
         sc.feed(&chunk, &det, 0, &mut findings);
         sc.finish(&det, 0, &mut findings);
+        findings
+    }
+
+    /// A hard wrap in the first line of an input whose format is still being detected: the
+    /// first line needs its neighbour like any other.
+    #[test]
+    fn wrapped_first_line_of_auto_detected_input_is_joined() {
+        let text = "../aten/src/ATen/native/cuda/Indexing.cu:1141: indexSelectLargeIndex: block: [194,0,0], thread: [96,0,0] Assertion `srcIndex < srcSelectDimSize\n` failed.\n";
+        let findings = auto_findings(text);
         assert_eq!(findings.len(), 1, "{findings:#?}");
         match &findings[0].evidence {
             Evidence::KernelAssert {
@@ -726,18 +732,8 @@ mod first_line {
     /// A wrap inside the kernel file's name: the join restores the name the catalog knows.
     #[test]
     fn wrap_inside_the_kernel_file_name_is_joined() {
-        let det = DetectorSet::builtin();
         let text = "noise\n/opt/conda/conda-bld/pytorch_1591914880026/work/aten/src/THC/THCTensorIn\ndex.cu:361: indexSelectLargeIndex: block: [44,0,0], thread: [96,0,0] Assertion `srcIndex < srcSelectDimSize` failed.\n";
-        let mut sc = StreamScanner::new(Format::Auto, 1 << 16, 1);
-        let mut findings = Vec::new();
-        let chunk = Chunk {
-            data: text.as_bytes(),
-            offset: 0,
-            truncated: false,
-            unterminated: false,
-        };
-        sc.feed(&chunk, &det, 0, &mut findings);
-        sc.finish(&det, 0, &mut findings);
+        let findings = auto_findings(text);
         match &findings.first().map(|f| &f.evidence) {
             Some(Evidence::KernelAssert { kernel_file, .. }) => {
                 assert_eq!(kernel_file.as_deref(), Some("THCTensorIndex.cu:361"));

@@ -104,10 +104,11 @@ fn scan(input: &[u8], feed: Feed) -> ScanResult {
         let start = usize::try_from(c.offset).unwrap();
         assert!(c.offset >= next, "chunk at {} overlaps {next}", c.offset);
         assert_eq!(c.data, &input[start..start + c.data.len()], "chunk bytes");
-        // One read of look-ahead at most (the reader reads on once before a line it cannot
-        // finish yet, so that the input's unterminated last line joins the chunk before it).
+        // Bounded look-ahead: after short reads the reader reads on while less than two reads'
+        // worth is buffered (so that the input's unterminated last line joins the chunk before
+        // it); otherwise a chunk is a carried partial line plus one read.
         assert!(
-            c.data.len() <= max_line + 2 * read_size,
+            c.data.len() <= (max_line + read_size).max(3 * read_size),
             "chunk of {}",
             c.data.len()
         );

@@ -191,12 +191,13 @@ impl<R: Read> ChunkReader<R> {
                 let offset = self.pos - (self.end - s) as u64;
                 if let Some(piece) = first_piece(&self.buf[s..self.end], self.max_line) {
                     if let Piece::Lines(r) = &piece {
-                        // Lines followed by the start of another: read on once, so that at the
-                        // end of the input the last, unterminated line comes in the same chunk
-                        // as the lines before it (a scanner joins a hard-wrapped line with its
+                        // Lines followed by the start of another: read on, so that at the end
+                        // of the input the last, unterminated line comes in the same chunk as
+                        // the lines before it (a scanner joins a hard-wrapped line with its
                         // neighbours only within a chunk). Only after a short read (the end may
-                        // be next), so that big inputs read in full chunks pay nothing; bounded:
-                        // at most one extra read.
+                        // be next), so that big inputs read in full chunks pay nothing. Bounded:
+                        // it reads on while less than two reads' worth is buffered, so a chunk
+                        // is shorter than three reads (or one read past a carried partial line).
                         let tail = self.end - (s + r.end);
                         if tail > 0 && self.emit_unterminated {
                             if !self.eof && self.short_read && self.end - s < 2 * self.read_size {

@@ -123,8 +123,16 @@ pub enum KubeCommand {
         #[arg(long)]
         container: String,
         /// The step's manifest.json as the job saw it (inside the container).
+        #[arg(long, conflicts_with_all = ["debug_state", "rank"])]
+        manifest_path: Option<PathBuf>,
+        /// Instead of a manifest: the recorder's root directory as the job saw it; the harness
+        /// replays the newest complete step this pod recorded there. Without either option,
+        /// the pod's `assertwatch.io/debug-state` annotation names the directory.
         #[arg(long)]
-        manifest_path: PathBuf,
+        debug_state: Option<PathBuf>,
+        /// With a debug-state directory: the rank whose step to replay.
+        #[arg(long)]
+        rank: Option<u64>,
         #[arg(long, value_enum)]
         mode: ModeArg,
         /// Pin to this node instead of the pod's spec.nodeName.
@@ -211,6 +219,8 @@ pub fn run(cli: Cli) -> ExitCode {
                     pod,
                     container,
                     manifest_path,
+                    debug_state,
+                    rank,
                     mode,
                     node,
                     timeout,
@@ -222,6 +232,8 @@ pub fn run(cli: Cli) -> ExitCode {
             pod,
             container,
             manifest_path,
+            debug_state,
+            rank,
             mode: mode.into(),
             node,
             timeout,
@@ -637,7 +649,9 @@ impl From<ModeArg> for assertwatch_repro::Mode {
 struct KubeReplayPodArgs {
     pod: PathBuf,
     container: String,
-    manifest_path: PathBuf,
+    manifest_path: Option<PathBuf>,
+    debug_state: Option<PathBuf>,
+    rank: Option<u64>,
     mode: assertwatch_repro::Mode,
     node: Option<String>,
     timeout: Option<std::time::Duration>,
@@ -687,9 +701,27 @@ fn cmd_kube_replay_pod(a: KubeReplayPodArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    let step = match (a.manifest_path, a.debug_state) {
+        (Some(m), _) => assertwatch_kube::StepRef::Manifest(m),
+        (None, dir) => {
+            let Some(dir) =
+                dir.or_else(|| assertwatch_kube::replay_pod::annotated_debug_state(&failing))
+            else {
+                eprintln!(
+                    "assertwatch: refused (bad_input): give --manifest-path or --debug-state; the pod has no {} annotation",
+                    assertwatch_kube::replay_pod::ANNOTATION_DEBUG_STATE
+                );
+                return ExitCode::from(EXIT_USAGE);
+            };
+            assertwatch_kube::StepRef::Under {
+                dir,
+                rank: a.rank,
+                before: None,
+            }
+        }
+    };
     let replay =
-        match assertwatch_kube::replay_pod(&failing, &a.container, &a.manifest_path, a.mode, &opts)
-        {
+        match assertwatch_kube::replay_pod_for(&failing, &a.container, &step, a.mode, &opts) {
             Ok(p) => p,
             Err(r) => {
                 eprintln!("assertwatch: refused ({}): {r}", r.reason());

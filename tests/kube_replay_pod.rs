@@ -537,3 +537,58 @@ fn reads_the_pod_from_stdin() {
     let p: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(p["metadata"]["namespace"], "team-nlp");
 }
+
+#[test]
+fn debug_state_on_a_pvc_the_daemon_cannot_see_is_searched_by_the_harness() {
+    let f = fixture("pytorchjob-worker.yaml");
+    let base = [
+        "--pod",
+        f.as_str(),
+        "--container",
+        "pytorch",
+        "--mode",
+        "cpu",
+    ];
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--debug-state", "/checkpoints/assertwatch", "--rank", "3"]);
+    let o = replay_pod(&args);
+    assert_eq!(o.code, 0, "stderr: {}", o.stderr);
+    validate(&o.stdout, "yaml");
+    let p: Value = serde_yaml::from_str(&o.stdout).unwrap();
+    let cmd: Vec<&str> = p["spec"]["containers"][0]["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let at = |flag: &str| cmd.iter().position(|a| *a == flag).map(|i| cmd[i + 1]);
+    assert_eq!(at("--find-under"), Some("/checkpoints/assertwatch"));
+    assert_eq!(at("--pod"), Some("llama-ft-worker-3"));
+    assert_eq!(at("--rank"), Some("3"));
+    assert_eq!(at("--manifest"), None);
+    assert_eq!(
+        p["metadata"]["annotations"]["assertwatch.io/debug-state"],
+        "/checkpoints/assertwatch"
+    );
+    // The PVC that holds it is mounted where the job had it.
+    assert!(mounts(&p).contains(&("checkpoints".to_owned(), "/checkpoints".to_owned())));
+
+    // Neither option and no annotation on the pod: refused, naming what is missing.
+    let o = replay_pod(&base);
+    assert_eq!(o.code, 2, "stdout: {}", o.stdout);
+    assert!(
+        o.stderr.contains("assertwatch.io/debug-state"),
+        "{}",
+        o.stderr
+    );
+    // A directory under no mount of the container: refused like a manifest would be.
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--debug-state", "/scratch/debug"]);
+    let o = replay_pod(&args);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("manifest_not_mounted"), "{}", o.stderr);
+    // --rank belongs to a directory search, not to a manifest.
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--manifest-path", "/checkpoints/m.json", "--rank", "1"]);
+    assert_eq!(replay_pod(&args).code, 2);
+}

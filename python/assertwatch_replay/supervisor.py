@@ -27,6 +27,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from . import __version__
+from . import find as find_mod
 from . import manifest as mf
 from .fsutil import atomic_write_bytes
 from .stderr_parse import AssertionCollector, TextScanner, dsa_verdict
@@ -198,7 +199,7 @@ class _Terminated(Exception):
 def _base_result(args, started_at: str) -> Dict[str, Any]:
     return {
         "schema": RESULT_SCHEMA,
-        "manifest": os.path.abspath(args.manifest),
+        "manifest": os.path.abspath(args.manifest) if args.manifest else None,
         "mode": args.mode,
         "outcome": None,
         "reason": None,
@@ -369,6 +370,13 @@ def run(args) -> int:
         return _finish(args, result, t0)
     out_dir = os.path.abspath(args.out_dir)
 
+    if args.find_under is not None:
+        try:
+            args.manifest, _ = find_mod.find(args.find_under, args.pod, args.rank, args.before)
+        except find_mod.NotFound as exc:
+            _set(result, "skipped", exc.reason, str(exc))
+            return _finish(args, result, t0)
+        result["manifest"] = os.path.abspath(args.manifest)
     try:
         doc = mf.load(args.manifest)
     except mf.ManifestError as exc:
@@ -632,6 +640,13 @@ def _byte_count(text: str) -> int:
     return value
 
 
+def _utc_time(text: str):
+    try:
+        return find_mod.parse_time(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m assertwatch_replay",
@@ -640,7 +655,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"assertwatch-replay {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run_p = sub.add_parser("run", help="replay a recorded step")
-    run_p.add_argument("--manifest", required=True, help="path of the step's manifest.json")
+    which = run_p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--manifest", help="path of the step's manifest.json")
+    which.add_argument("--find-under", metavar="DIR",
+                       help="find the step under this debug-state directory (the recorder's root): "
+                            "the newest complete entry of --pod and --rank created by --before")
+    run_p.add_argument("--pod", help="with --find-under: only entries the job recorded in this pod")
+    run_p.add_argument("--rank", type=int, help="with --find-under: only entries of this rank")
+    run_p.add_argument("--before", type=_utc_time, help="with --find-under: only entries created "
+                                                         "at or before this RFC 3339 UTC time")
     run_p.add_argument("--mode", required=True, choices=mf.MODES)
     run_p.add_argument("--result", required=True, help="where to write result.json (atomically)")
     run_p.add_argument("--out-dir", required=True, help="directory for stdout.log, stderr.log, worker.json")
@@ -669,4 +692,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             return EXIT_USAGE
         print(f"{args.manifest}: ok ({doc['job']['name']}, step {doc['step']['global_step']})")
         return 0
+    if args.find_under is None and (args.pod or args.rank is not None or args.before):
+        print("assertwatch-replay: --pod, --rank and --before go with --find-under", file=sys.stderr)
+        return EXIT_USAGE
     return run(args)

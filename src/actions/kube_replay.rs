@@ -5,9 +5,11 @@
 //! namespace, and that pod was captured. The flagged step's manifest is found as the local runner
 //! finds it (the state roots, by log file and pid); the path the job saw is derived from the
 //! failing container's `hostPath` mounts (the daemon and the job see the same node directory
-//! under different paths), or taken as found. Without a manifest the daemon can see, the local
-//! runner answers as before. One attempt, in the first configured mode the GPU's health allows;
-//! the harness prints its result as the last line of the pod's log (`--print-result`).
+//! under different paths), or taken as found. Debug state the daemon cannot see (on a
+//! PersistentVolumeClaim) is found by the replay pod itself when the failing pod names the
+//! recorder's root in its `assertwatch.io/debug-state` annotation (`run --find-under`); without
+//! either, the local runner answers as before. The configured modes are tried in order; the
+//! harness prints its result as the last line of the pod's log (`--print-result`).
 
 use crate::actions::repro::{Job, JobPod};
 use crate::config::kubernetes::ReproKubernetesConfig;
@@ -16,7 +18,7 @@ use crate::model::{
 };
 use assertwatch_kube::k8s_openapi::api::core::v1::Pod;
 use assertwatch_kube::pods::{CachedPod, CapturedPods};
-use assertwatch_kube::replay_pod::namespace_listed;
+use assertwatch_kube::replay_pod::{namespace_listed, StepRef};
 use assertwatch_kube::run::{run_replay_pod, PodRun, RunEnd, RunLimits};
 use assertwatch_kube::KubeApi;
 use assertwatch_repro::{Mode, Outcome, ReproConfig, ReproRunner};
@@ -106,9 +108,27 @@ impl<A: KubeApi> KubeReplays<A> {
         .await
         .ok()
         .flatten();
-        let Some((seen, step, job_key, uuid)) = found else {
-            // The local runner reports its own `no_debug_state` (and counts it).
-            return ReproReport::from(&runner.run_for(job.request).await);
+        let (located, step, job_key, uuid) = match found {
+            Some((seen, step, job_key, uuid)) => (Located::Seen(seen), step, job_key, uuid),
+            None => {
+                // Debug state the daemon cannot see (a PersistentVolumeClaim): the pod's
+                // annotation names the recorder's root, and the harness finds the step there.
+                let dir = target
+                    .failing
+                    .pod()
+                    .ok()
+                    .as_ref()
+                    .and_then(assertwatch_kube::replay_pod::annotated_debug_state);
+                let Some(dir) = dir else {
+                    // The local runner reports its own `no_debug_state` (and counts it).
+                    return ReproReport::from(&runner.run_for(job.request).await);
+                };
+                let key = format!(
+                    "{}/{}",
+                    target.failing.info.namespace, target.failing.info.name
+                );
+                (Located::Under(dir), 0, key, None)
+            }
         };
         let modes = ladder_modes(runner.config(), job.request.gpu_unhealthy);
         let Some(&first) = modes.first() else {
@@ -133,9 +153,21 @@ impl<A: KubeApi> KubeReplays<A> {
         };
         let mut reports = Vec::new();
         for mode in modes.into_iter().take(runner.config().max_attempts.max(1)) {
-            let rep = self
-                .replay_found(job.incident_id, &target, &seen, step, mode)
-                .await;
+            let rep = match &located {
+                Located::Seen(seen) => {
+                    self.replay_found(job.incident_id, &target, seen, step, mode)
+                        .await
+                }
+                Located::Under(dir) => {
+                    let step_ref = StepRef::Under {
+                        dir: dir.clone(),
+                        rank: None,
+                        before: Some(job.request.at),
+                    };
+                    self.replay_step(job.incident_id, &target, step_ref, None, mode)
+                        .await
+                }
+            };
             if rep.outcome != Outcome::Skipped || !rep.attempts.is_empty() {
                 let took = rep.duration_s.map(Duration::from_secs_f64);
                 runner.count_external(mode, rep.outcome, took);
@@ -169,18 +201,47 @@ impl<A: KubeApi> KubeReplays<A> {
             Err(_) => return kube_skipped("bad_input"),
         };
         let manifest = job_path(&failing, &target.container, seen);
+        self.replay_step(
+            incident_id,
+            target,
+            StepRef::Manifest(manifest),
+            Some(step),
+            mode,
+        )
+        .await
+    }
+
+    /// Builds, runs and reports the replay pod of `target` for `step_ref` (paths as the job saw
+    /// them); `step` is the recorded step when the daemon knows it, else the harness's result
+    /// names it.
+    pub async fn replay_step(
+        &self,
+        incident_id: i64,
+        target: &Target,
+        step_ref: StepRef,
+        step: Option<u64>,
+        mode: Mode,
+    ) -> ReproReport {
+        let failing = match target.failing.pod() {
+            Ok(p) => p,
+            Err(_) => return kube_skipped("bad_input"),
+        };
         let mut opts = self.cfg.replay_options();
         opts.node = Some(self.node.clone()).filter(|n| !n.is_empty());
         opts.incident_id = Some(incident_id.to_string());
-        let pod =
-            match assertwatch_kube::replay_pod(&failing, &target.container, &manifest, mode, &opts)
-            {
-                Ok(p) => p,
-                Err(refusal) => {
-                    tracing::info!(incident = incident_id, reason = %refusal, "No replay pod.");
-                    return kube_skipped(refusal.reason());
-                }
-            };
+        let pod = match assertwatch_kube::replay_pod_for(
+            &failing,
+            &target.container,
+            &step_ref,
+            mode,
+            &opts,
+        ) {
+            Ok(p) => p,
+            Err(refusal) => {
+                tracing::info!(incident = incident_id, reason = %refusal, "No replay pod.");
+                return kube_skipped(refusal.reason());
+            }
+        };
         let dropped = assertwatch_kube::replay_pod::dropped_privileges(&pod);
         if !dropped.is_empty() {
             tracing::info!(incident = incident_id, dropped = ?dropped, "Replay pod runs without some of the failing pod's privileges.");
@@ -195,7 +256,7 @@ impl<A: KubeApi> KubeReplays<A> {
         if !run.deleted {
             tracing::warn!(incident = incident_id, pod = ?pod.metadata.name, "Replay pod could not be deleted.");
         }
-        let mut rep = report(&run, mode, &manifest, step, t0.elapsed());
+        let mut rep = report(&run, mode, step_ref.path(), step, t0.elapsed());
         rep.dropped_privileges = dropped;
         rep
     }
@@ -284,9 +345,38 @@ pub fn job_path(pod: &Pod, container: &str, seen: &Path) -> PathBuf {
     best.map_or_else(|| seen.to_path_buf(), |(_, p)| p)
 }
 
-/// The incident's report from how the replay pod ended.
-pub fn report(run: &PodRun, mode: Mode, manifest: &Path, step: u64, took: Duration) -> ReproReport {
+/// Where the flagged step's debug state is.
+enum Located {
+    /// The manifest, at the path the daemon sees.
+    Seen(PathBuf),
+    /// Not seen by the daemon: the recorder's root as the job's container sees it.
+    Under(PathBuf),
+}
+
+/// The incident's report from how the replay pod ended. `manifest` is the step's manifest (or
+/// the directory the harness searched) and `step` the step, when the daemon knows them; the
+/// harness's result names both otherwise.
+pub fn report(
+    run: &PodRun,
+    mode: Mode,
+    manifest: &Path,
+    step: Option<u64>,
+    took: Duration,
+) -> ReproReport {
     let mut rep = kube_skipped("");
+    let step = step.or_else(|| {
+        run.result
+            .as_ref()
+            .and_then(|v| v.pointer("/step/global_step"))
+            .and_then(serde_json::Value::as_u64)
+    });
+    let manifest = run
+        .result
+        .as_ref()
+        .and_then(|v| v.get("manifest"))
+        .and_then(serde_json::Value::as_str)
+        .filter(|m| m.starts_with('/'))
+        .map_or_else(|| manifest.to_path_buf(), PathBuf::from);
     let (outcome, reason) = match &run.end {
         RunEnd::Finished { exit_code, .. } => match &run.result {
             Some(v) => {
@@ -320,7 +410,7 @@ pub fn report(run: &PodRun, mode: Mode, manifest: &Path, step: u64, took: Durati
     rep.outcome = outcome;
     rep.reason = reason.clone();
     rep.mode = Some(mode);
-    rep.step = ran.then_some(step);
+    rep.step = step.filter(|_| ran);
     let secs = (took.as_secs_f64() * 1000.0).round() / 1000.0;
     rep.duration_s = Some(secs);
     if ran {
@@ -328,9 +418,9 @@ pub fn report(run: &PodRun, mode: Mode, manifest: &Path, step: u64, took: Durati
             mode,
             outcome,
             reason,
-            step,
+            step: step.unwrap_or(0),
             duration_s: secs,
-            manifest: manifest.to_path_buf(),
+            manifest,
             result_path: None,
         }];
     }
@@ -634,6 +724,83 @@ mod tests {
         assert!(k.api.calls().is_empty());
     }
 
+    fn cpu_runner(dir: &Path) -> ReproRunner {
+        let mut rc = ReproConfig::new(dir.join("state"));
+        rc.enabled = true;
+        rc.roots = vec![dir.join("roots").display().to_string()];
+        rc.modes = vec![Mode::Cpu];
+        let reg = prometheus::Registry::new();
+        ReproRunner::new(rc, assertwatch_repro::metrics::Metrics::new(&reg).unwrap())
+    }
+
+    fn job(pod: JobPod) -> Job {
+        let mut request = assertwatch_repro::ReproRequest::new(
+            "9",
+            std::time::UNIX_EPOCH + Duration::from_secs(1_796_275_257),
+        );
+        request.log_path = Some(PathBuf::from("/var/log/pods/x/0.log"));
+        request.category = "index_out_of_bounds".into();
+        Job {
+            incident_id: 9,
+            request,
+            pod: Some(pod),
+        }
+    }
+
+    #[tokio::test]
+    async fn debug_state_the_daemon_cannot_see_is_found_by_the_pod() {
+        let dir = tempfile::tempdir().unwrap();
+        let runner = cpu_runner(dir.path());
+        let (mut p, ns, name, c) = worker();
+        p.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(
+                assertwatch_kube::replay_pod::ANNOTATION_DEBUG_STATE.into(),
+                "/checkpoints/debug".into(),
+            );
+        let log = "{\"schema\": \"assertwatch.replay-result/v1\", \"outcome\": \"reproduced_cpu_only\", \
+                   \"manifest\": \"/checkpoints/debug/ft/rank-00003/ring/step-000000000041/manifest.json\", \
+                   \"step\": {\"epoch\": 0, \"global_step\": 41, \"batch_index\": 41}, \
+                   \"failing_frame\": {\"file\": \"model.py\", \"line\": 57}, \
+                   \"exception\": {\"type\": \"IndexError\", \"message\": \"Target 5 is out of bounds.\"}}\n";
+        let (k, cache) = replays(Mock::new("Succeeded", log), &[ns.as_str()]);
+        cache.apply(p);
+        k.captured.insert(9, cache.get(&ns, &name).unwrap());
+        let rep = k.replay(job(job_pod(&ns, &name, &c)), &runner).await;
+        assert_eq!(rep.runtime, ReplayRuntime::Kubernetes);
+        assert_eq!(rep.outcome, Outcome::ReproducedCpuOnly, "{rep:?}");
+        assert_eq!(rep.step, Some(41));
+        assert_eq!(rep.python_frame.as_deref(), Some("model.py:57"));
+        assert_eq!(
+            rep.attempts[0].manifest,
+            Path::new("/checkpoints/debug/ft/rank-00003/ring/step-000000000041/manifest.json")
+        );
+        let created = k.api.created.lock().unwrap().clone().unwrap();
+        let cmd = created.spec.unwrap().containers[0].command.clone().unwrap();
+        let at = |flag: &str| {
+            cmd.iter()
+                .position(|a| a == flag)
+                .map(|i| cmd[i + 1].as_str())
+        };
+        assert_eq!(at("--find-under"), Some("/checkpoints/debug"));
+        assert_eq!(at("--pod"), Some(name.as_str()));
+        assert_eq!(at("--before"), Some("2026-12-03T05:20:57.000000Z"));
+        assert_eq!(at("--manifest"), None);
+        assert!(k.api.calls().last().unwrap().starts_with("delete "));
+
+        // Without the annotation and with nothing the daemon sees: the local runner's answer,
+        // and no API call.
+        let (p, ..) = worker();
+        let (k, cache) = replays(Mock::new("Succeeded", log), &[ns.as_str()]);
+        cache.apply(p);
+        k.captured.insert(9, cache.get(&ns, &name).unwrap());
+        let rep = k.replay(job(job_pod(&ns, &name, &c)), &runner).await;
+        assert_eq!(rep.outcome, Outcome::NoDebugState, "{rep:?}");
+        assert_eq!(rep.runtime, ReplayRuntime::Local);
+        assert!(k.api.calls().is_empty());
+    }
+
     #[test]
     fn ladder_modes_follow_the_config_and_the_gpus_health() {
         let mut rc = ReproConfig::new("/tmp/x");
@@ -687,7 +854,7 @@ mod tests {
             &run(RunEnd::TimedOut),
             Mode::Cpu,
             m,
-            3,
+            Some(3),
             Duration::from_secs(1),
         );
         assert_eq!((r.outcome, r.step), (Outcome::Timeout, Some(3)));
@@ -698,7 +865,7 @@ mod tests {
             }),
             Mode::Cpu,
             m,
-            3,
+            Some(3),
             Duration::ZERO,
         );
         assert_eq!(
@@ -709,7 +876,7 @@ mod tests {
             &run(RunEnd::ApiFailed(ApiError::Forbidden("no".into()))),
             Mode::Cpu,
             m,
-            3,
+            Some(3),
             Duration::ZERO,
         );
         assert_eq!(r.outcome, Outcome::Skipped);

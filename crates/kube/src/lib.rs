@@ -17,7 +17,7 @@ pub use input::{parse_pod, InputError};
 // The client and API types, for callers and their tests.
 pub use k8s_openapi;
 pub use kube;
-pub use replay_pod::{replay_pod, Refusal, ReplayPodOptions};
+pub use replay_pod::{replay_pod, replay_pod_for, Refusal, ReplayPodOptions, StepRef};
 
 /// The API level the `k8s-openapi` types are compiled for (its `v1_32` feature).
 pub const API_LEVEL: &str = "v1.32";

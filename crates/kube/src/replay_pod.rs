@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// Label every object assertwatch creates carries (Kubernetes recommended labels).
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
@@ -34,6 +34,10 @@ pub const ANNOTATION_REPLAY_OF: &str = "assertwatch.io/replay-of";
 pub const ANNOTATION_ORIGINAL_IMAGE: &str = "assertwatch.io/original-image";
 /// Annotation on a workload's pod that opts it out of replays (`"disabled"`).
 pub const ANNOTATION_OPT_OUT: &str = "assertwatch.io/replay";
+/// Annotation on a workload's pod naming the recorder's root directory as the job's container
+/// sees it. The daemon needs it only when that directory is on a volume it cannot see (a
+/// PersistentVolumeClaim): the replay pod mounts the volume and the harness finds the step.
+pub const ANNOTATION_DEBUG_STATE: &str = "assertwatch.io/debug-state";
 /// Where the replay pod's scratch volume (result and logs of the harness) is mounted.
 pub const SCRATCH_MOUNT: &str = "/var/run/assertwatch-replay";
 /// Name of the scratch volume.
@@ -132,6 +136,42 @@ impl Refusal {
     }
 }
 
+/// Which recorded step a replay pod runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepRef {
+    /// The step's `manifest.json`, at the path the job saw it.
+    Manifest(PathBuf),
+    /// The recorder's root directory as the job saw it. The harness picks the newest complete
+    /// entry the failing pod recorded (of `rank` when known) created no later than `before`
+    /// (`run --find-under`), for debug state the daemon cannot see.
+    Under {
+        dir: PathBuf,
+        rank: Option<u64>,
+        before: Option<SystemTime>,
+    },
+}
+
+impl StepRef {
+    /// The path that must be under one of the container's volume mounts.
+    pub fn path(&self) -> &Path {
+        match self {
+            StepRef::Manifest(p) => p,
+            StepRef::Under { dir, .. } => dir,
+        }
+    }
+}
+
+/// The recorder root the pod's [`ANNOTATION_DEBUG_STATE`] names, when it is an absolute path.
+pub fn annotated_debug_state(pod: &Pod) -> Option<PathBuf> {
+    let v = pod
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(ANNOTATION_DEBUG_STATE)?;
+    let p = Path::new(v.trim());
+    normalized_absolute(p)
+}
+
 /// Whether `namespace` matches a list where `"*"` matches all.
 pub fn namespace_listed(list: &[String], namespace: &str) -> bool {
     list.iter().any(|n| n == "*" || n == namespace)
@@ -146,6 +186,24 @@ pub fn replay_pod(
     mode: Mode,
     opts: &ReplayPodOptions,
 ) -> Result<Pod, Refusal> {
+    replay_pod_for(
+        failing,
+        container,
+        &StepRef::Manifest(manifest_path.to_path_buf()),
+        mode,
+        opts,
+    )
+}
+
+/// Builds the replay pod for `container` of `failing` that replays `step`.
+pub fn replay_pod_for(
+    failing: &Pod,
+    container: &str,
+    step: &StepRef,
+    mode: Mode,
+    opts: &ReplayPodOptions,
+) -> Result<Pod, Refusal> {
+    let manifest_path = step.path();
     let meta = &failing.metadata;
     let name = meta
         .name
@@ -358,7 +416,7 @@ pub fn replay_pod(
         note("hostPort".to_owned());
     }
 
-    let command = harness_argv(opts, manifest_str, mode);
+    let command = harness_argv(opts, step, manifest_str, name, mode);
     let mut env: Vec<EnvVar> = c
         .env
         .iter()
@@ -421,7 +479,11 @@ pub fn replay_pod(
     annotations.insert(ANNOTATION_ORIGINAL_IMAGE.to_owned(), image.to_owned());
     annotations.insert("assertwatch.io/mode".to_owned(), mode.as_str().to_owned());
     annotations.insert(
-        "assertwatch.io/manifest".to_owned(),
+        match step {
+            StepRef::Manifest(_) => "assertwatch.io/manifest",
+            StepRef::Under { .. } => ANNOTATION_DEBUG_STATE,
+        }
+        .to_owned(),
         manifest_str.to_owned(),
     );
     if !dropped.is_empty() {
@@ -509,15 +571,39 @@ pub fn replay_pod_name(id: &str, mode: Mode) -> String {
 
 /// The harness's command line as the job's image runs it (the recorder's default argv in the
 /// Python package, with the scratch volume for the result and output directory).
-fn harness_argv(opts: &ReplayPodOptions, manifest: &str, mode: Mode) -> Vec<String> {
+fn harness_argv(
+    opts: &ReplayPodOptions,
+    step: &StepRef,
+    path: &str,
+    pod: &str,
+    mode: Mode,
+) -> Vec<String> {
     let timeout = opts.deadline.saturating_sub(opts.harness_margin);
-    vec![
+    let mut argv: Vec<String> = vec![
         opts.python.clone(),
         "-m".into(),
         "assertwatch_replay".into(),
         "run".into(),
-        "--manifest".into(),
-        manifest.to_owned(),
+    ];
+    match step {
+        StepRef::Manifest(_) => argv.extend(["--manifest".into(), path.to_owned()]),
+        StepRef::Under { rank, before, .. } => {
+            // The failing pod's name: the manifest's `job.kubernetes.pod`, or its hostname.
+            argv.extend([
+                "--find-under".into(),
+                path.to_owned(),
+                "--pod".into(),
+                pod.to_owned(),
+            ]);
+            if let Some(r) = rank {
+                argv.extend(["--rank".into(), r.to_string()]);
+            }
+            if let Some(t) = before {
+                argv.extend(["--before".into(), rfc3339_micros(*t)]);
+            }
+        }
+    }
+    argv.extend([
         "--mode".into(),
         mode.as_str().to_owned(),
         "--result".into(),
@@ -528,7 +614,14 @@ fn harness_argv(opts: &ReplayPodOptions, manifest: &str, mode: Mode) -> Vec<Stri
         format!("{}", timeout.as_secs()),
         // The result as the log's last line: the daemon reads it with `pods/log`.
         "--print-result".into(),
-    ]
+    ]);
+    argv
+}
+
+/// `t` as RFC 3339 UTC with microseconds, the form the harness's `--before` reads.
+fn rfc3339_micros(t: SystemTime) -> String {
+    k8s_openapi::chrono::DateTime::<k8s_openapi::chrono::Utc>::from(t)
+        .to_rfc3339_opts(k8s_openapi::chrono::SecondsFormat::Micros, true)
 }
 
 /// Variables the replay sets per mode (the same as the local runner's), and those it removes
@@ -742,6 +835,57 @@ mod tests {
         );
         assert_eq!(image_repository("a/b:1@sha256:x"), "a/b");
         assert_eq!(image_repository("host:5000/b"), "host:5000/b");
+    }
+
+    #[test]
+    fn debug_state_directory_lets_the_harness_find_the_step() {
+        let mut v = base();
+        v["metadata"]["annotations"] = json!({ANNOTATION_DEBUG_STATE: "/data/./debug/"});
+        let failing = pod(v);
+        let dir = annotated_debug_state(&failing).unwrap();
+        assert_eq!(dir, Path::new("/data/debug"));
+        let at = SystemTime::UNIX_EPOCH + Duration::from_micros(1_796_275_257_123_456);
+        let step = StepRef::Under {
+            dir,
+            rank: Some(3),
+            before: Some(at),
+        };
+        let p = replay_pod_for(&failing, "trainer", &step, Mode::Cpu, &opts()).unwrap();
+        let argv = p.spec.as_ref().unwrap().containers[0]
+            .command
+            .clone()
+            .unwrap();
+        let tail: Vec<&str> = argv[4..12].iter().map(String::as_str).collect();
+        assert_eq!(
+            tail,
+            [
+                "--find-under",
+                "/data/debug",
+                "--pod",
+                "train-0",
+                "--rank",
+                "3",
+                "--before",
+                "2026-12-03T05:20:57.123456Z"
+            ]
+        );
+        assert!(!argv.iter().any(|a| a == "--manifest"));
+        let ann = p.metadata.annotations.unwrap();
+        assert_eq!(ann[ANNOTATION_DEBUG_STATE], "/data/debug");
+        // Outside every mount: refused like a manifest would be.
+        let outside = StepRef::Under {
+            dir: "/scratch/debug".into(),
+            rank: None,
+            before: None,
+        };
+        let err = replay_pod_for(&failing, "trainer", &outside, Mode::Cpu, &opts()).unwrap_err();
+        assert_eq!(err.reason(), "manifest_not_mounted");
+        // Relative or `..` paths in the annotation are ignored.
+        for bad in ["debug", "/data/../etc", ""] {
+            let mut v = base();
+            v["metadata"]["annotations"] = json!({ANNOTATION_DEBUG_STATE: bad});
+            assert_eq!(annotated_debug_state(&pod(v)), None, "{bad}");
+        }
     }
 
     #[test]

@@ -21,6 +21,7 @@ thread does the serialising, writing, fsyncing and pruning, and is flushed when 
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import random
@@ -29,7 +30,7 @@ import socket
 import sys
 import time
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -149,8 +150,76 @@ def _take_rng() -> Dict[str, Any]:
             pass
     np = sys.modules.get("numpy")
     if np is not None:
-        raw["numpy"] = np.random.get_state()  # a tuple holding a fresh copy of the key array
+        raw["numpy"] = _NUMPY_RNG.take(np)
     return raw
+
+
+class _NumpyRngWatch:
+    """numpy's global RNG state, re-read with ``get_state()`` only when it moved.
+
+    ``np.random.get_state()`` copies the 624-word Mersenne Twister key into a new array one element
+    at a time, about 55 microseconds per call, the largest single cost of ``record()``. Most
+    training steps never draw from numpy's global generator, so each call first reads the raw
+    state struct of the legacy ``RandomState`` (the key words and the position, through the bit
+    generator's documented ``ctypes.state_address``) and, when those bytes are what they were at
+    the last full read, returns that read's tuple again. Any draw moves the position (and a full
+    turn regenerates the key), and seeding rewrites both. The one change that moves neither is
+    handing out a cached second Gaussian (``has_gauss`` 1 to 0, kept outside the struct), so a
+    read that found a cached Gaussian is never reused. (Left out: ``set_state()`` of a state with
+    the very key and position of the live one but a cached Gaussian it does not have.) The struct
+    layout (``uint32 key[624]; int pos``, numpy's ``random/src/mt19937/mt19937.h``) is checked
+    against every full read; on a mismatch, or without ctypes access, every call reads the full
+    state as before.
+    """
+
+    KEY_WORDS = 624
+    STRUCT_BYTES = KEY_WORDS * 4 + 4
+
+    def __init__(self) -> None:
+        self._rand: Any = None
+        self._addr: Optional[int] = None
+        self._last: Optional[Tuple[bytes, Any]] = None  # one attribute: swapped atomically
+
+    def take(self, np: Any) -> Any:
+        rand = getattr(getattr(np.random, "mtrand", None), "_rand", None)
+        if rand is None:
+            return np.random.get_state()
+        if rand is not self._rand:
+            self._rand, self._last = rand, None
+            try:
+                self._addr = int(rand._bit_generator.ctypes.state_address)
+            except Exception:  # no ctypes interface: always the full read
+                self._addr = None
+        if self._addr is None:
+            return rand.get_state()
+        raw = ctypes.string_at(self._addr, self.STRUCT_BYTES)
+        last = self._last
+        if last is not None and raw == last[0] and not last[1][3]:
+            return last[1]
+        state = rand.get_state()  # a tuple holding a fresh copy of the key array
+        if not self._layout_matches(raw, state):
+            # Another thread drew in between, or the struct is not laid out as expected: read it
+            # again after the full read; a second mismatch turns the fast path off for good.
+            raw = ctypes.string_at(self._addr, self.STRUCT_BYTES)
+            if not self._layout_matches(raw, state):
+                self._addr = None
+                return state
+        self._last = (raw, state)
+        return state
+
+    def _layout_matches(self, raw: bytes, state: Any) -> bool:
+        try:
+            name, keys, pos = state[0], state[1], state[2]
+            return (
+                name == "MT19937"
+                and raw[: self.KEY_WORDS * 4] == keys.tobytes()
+                and int.from_bytes(raw[self.KEY_WORDS * 4:], sys.byteorder, signed=True) == int(pos)
+            )
+        except Exception:
+            return False
+
+
+_NUMPY_RNG = _NumpyRngWatch()
 
 
 def _rng_tensors(raw: Mapping[str, Any]) -> Dict[str, Any]:

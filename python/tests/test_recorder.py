@@ -150,6 +150,64 @@ def test_rng_restore_reproduces_draws(tmp_path):
     assert np.random.rand() == expected[2]
 
 
+def test_numpy_state_is_reread_only_when_it_moved():
+    """The cheap path hands back the last full read only while numpy's global state is unchanged;
+    every way of moving it (a draw, a legacy Gaussian, seeding, set_state) gives a fresh, exact
+    state."""
+    import numpy as np
+
+    from assertwatch_replay import recorder
+
+    watch = recorder._NumpyRngWatch()
+    np.random.seed(11)
+    first = watch.take(np)
+    assert watch.take(np) is first, "unchanged state: no second full read"
+    assert watch._addr is not None, "the struct layout check failed on this numpy"
+
+    def same(a, b):
+        return a[0] == b[0] and np.array_equal(a[1], b[1]) and a[2:] == b[2:]
+
+    moves = [
+        lambda: np.random.rand(),
+        lambda: np.random.randint(0, 10, size=700),  # a full turn of the key
+        lambda: np.random.standard_normal(),  # leaves a cached Gaussian behind (has_gauss)
+        lambda: np.random.standard_normal(),  # and uses it
+        lambda: np.random.seed(11),
+        lambda: np.random.set_state(first),
+        lambda: np.random.shuffle(list(range(5))),
+    ]
+    previous = first
+    for move in moves:
+        move()
+        got = watch.take(np)
+        assert same(got, np.random.get_state()), move
+        if not same(previous, got):
+            assert got is not previous
+        previous = got
+    # A Gaussian pair: the cached half must be captured so that a replay draws it again.
+    np.random.seed(3)
+    np.random.standard_normal()
+    state = watch.take(np)
+    assert state[3] == 1
+    expected = np.random.standard_normal()
+    np.random.set_state(state)
+    assert np.random.standard_normal() == expected
+
+
+def test_numpy_fast_path_turns_off_when_the_layout_is_not_as_expected(monkeypatch):
+    import numpy as np
+
+    from assertwatch_replay import recorder
+
+    watch = recorder._NumpyRngWatch()
+    monkeypatch.setattr(recorder._NumpyRngWatch, "KEY_WORDS", 623)  # a layout that does not match
+    monkeypatch.setattr(recorder._NumpyRngWatch, "STRUCT_BYTES", 623 * 4 + 4)
+    state = watch.take(np)
+    assert watch._addr is None
+    np.random.rand()
+    assert watch.take(np)[2] == np.random.get_state()[2] != state[2]
+
+
 def test_rejects_unsupported_batch(tmp_path):
     from assertwatch_replay import RecorderError
 

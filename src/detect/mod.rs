@@ -706,6 +706,16 @@ mod tests {
             ("RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph. CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN", Kind::CudaError, "cudnn_not_supported"),
             ("RuntimeError: CUDNN_BACKEND_TENSOR_DESCRIPTOR cudnnFinalize failed cudnn_status: CUDNN_STATUS_BAD_PARAM", Kind::CudaError, "cudnn_bad_param"),
             ("RuntimeError: CUDA error: CUBLAS_STATUS_INVALID_VALUE when calling `cublasGemmEx( handle, opa, opb, m, n, k, &falpha, a, CUDA_R_16F, lda, b, CUDA_R_16F, ldb, &fbeta, c, CUDA_R_16F, ldc, CUDA_R_32F, CUBLAS_GEMM_DFALT_TENSOR_OP)`", Kind::CudaError, "cublas_invalid_value"),
+            // The runtime's "out of memory" after a failing call: Caffe's CUDA_CHECK
+            // (src/caffe/syncedmem.cpp via glog), llama.cpp's ggml CUDA backend
+            // (ggml-cuda.cu: "allocating %.2f MiB on device %d: cudaMalloc failed: %s"), and
+            // CUDA_CHECK macros printing "CUDA error %d at %s:%d: %s".
+            ("F0101 10:00:00.000000 12345 syncedmem.cpp:71] Check failed: error == cudaSuccess (2 vs. 0)  out of memory", Kind::Oom, "cuda_oom"),
+            ("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4096.00 MiB on device 0: cudaMalloc failed: out of memory", Kind::Oom, "cuda_oom"),
+            ("CUDA error 2 at ggml-cuda.cu:6246: out of memory", Kind::Oom, "cuda_oom"),
+            // A peer's connection went away (NCCL src/misc/socket.cc, gloo tcp/pair.cc).
+            ("node01:1234:5678 [0] misc/socket.cc:49 NCCL WARN socketProgressOpt: Connection closed by remote peer node02<40378>", Kind::NcclError, "nccl_remote_error"),
+            ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.2]:24568", Kind::NcclError, "nccl_remote_error"),
             // JAX / XLA.
             ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes.", Kind::Oom, "cuda_oom"),
             // XLA's device allocator (xla/stream_executor/integrations), CuPy's pool
@@ -741,6 +751,11 @@ mod tests {
             "node01:1234:1234 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>",
             "[I1202 10:00:00.000000 100 TCPStore.cpp:312] [c10d - debug] The server has started on port = 29500.",
             "Rendezvous complete for workers. Result:",
+            // The everyday phrases of the runtime-text rows, without CUDA or the library.
+            "Memory cgroup out of memory: Killed process 4242 (python3) total-vm:81234567kB",
+            "kernel: Out of memory: Killed process 4242 (python3) total-vm:81234567kB",
+            "wandb: ERROR Error while calling W&B API: Connection reset by peer",
+            "ssh: connect to host node02: Connection closed by remote peer",
         ] {
             assert_eq!(headline(&d, line), None, "{line}");
         }

@@ -557,6 +557,24 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &[],
     },
     HeadlineRule {
+        // The CUDA runtime's own text for `cudaErrorMemoryAllocation` ("out of memory", from
+        // `cudaGetErrorString`) as the common checking idioms print it after the failing call:
+        // "<api> failed: %s" (cudaMalloc and friends, e.g. llama.cpp's ggml backend), glog's
+        // "Check failed: error == cudaSuccess (2 vs. 0)  %s" (Caffe's CUDA_CHECK), "CUDA error
+        // %d at %s:%d: %s" (CUDA_CHECK macros). The phrase alone is everyday English and the
+        // kernel's OOM killer's, so the line must also name CUDA or the GPU.
+        name: "cuda_oom_runtime_text",
+        literals: &["out of memory"],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: "The job ran out of GPU memory: lower the batch size or sequence length, enable \
+               activation checkpointing, or check for other processes on the GPU (serving \
+               engines: lower the memory fraction they reserve for the KV cache).",
+        priority: MID,
+        requires_any: &["cuda", "CUDA", "Cuda", "cuMem", "GPU"],
+    },
+    HeadlineRule {
         name: "cuda_error_generic",
         literals: &[
             "CUDA error: ",
@@ -675,6 +693,33 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: "A peer rank died or the network dropped: find the first failing rank's error.",
         priority: HIGH,
         requires_any: &[],
+    },
+    HeadlineRule {
+        // A peer's end of a connection went away: NCCL's socket layer ("socketProgressOpt:
+        // Connection closed by remote peer", "Call to recv from … failed : Connection reset by
+        // peer", src/misc/socket.cc), and Gloo's TCP pairs ("Connection closed by peer",
+        // "Connection reset by peer", gloo/transport/tcp/pair.cc). Usually the peer process died
+        // first; the phrases are everyday socket errors, so the line must name the library.
+        name: "nccl_peer_connection_closed",
+        literals: &[
+            "Connection closed by remote peer",
+            "Connection closed by peer",
+            "Connection reset by peer",
+        ],
+        kind: Kind::NcclError,
+        category: "nccl_remote_error",
+        blame: Blame::Unknown,
+        hint: "A peer rank closed its connection: it most likely died first (find the first \
+               failing rank's own error), or the network between the hosts dropped.",
+        priority: MID,
+        requires_any: &[
+            "NCCL",
+            "nccl",
+            "gloo",
+            "c10d",
+            "ProcessGroup",
+            "socketProgress",
+        ],
     },
     HeadlineRule {
         name: "nccl_ib_completion_error",

@@ -33,8 +33,13 @@ struct Patterns {
 /// gradient_norm, total_norm). Shared by the three value forms.
 const KEY: &str =
     r"(?P<key>\b[a-z_]*loss[a-z_0-9]*|\bgrad(?:ient)?[_ ]?norm[a-z_0-9]*|\btotal_norm)";
-/// The non-finite token and what may follow a value (so `nan_count` or `info` never count).
-const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?))(?:$|[\s,;|}\])'"])"#;
+/// The non-finite token and what may follow a value (so `nan_count`, `info` or `inf.5` never
+/// count; a full stop only before a space or the end). In
+/// the bare, verbal and group forms it is matched case-sensitively, in the spellings runtimes
+/// print: Python, numpy and PyTorch `nan`/`inf` (C's `%f` too, `%F` gives `NAN`/`INF`), and the
+/// JVM's `Double.toString` and JavaScript's `NaN`/`Infinity` (Scala/Java trainers, JS loggers).
+const TOKEN: &str =
+    r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:$|[\s,;|}\])'"]|\.(?:\s|$))"#;
 
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
@@ -221,6 +226,10 @@ mod tests {
             (" iteration      200/  500000 | lm loss: 7.1E+00 | grad norm: nan |", "nan_grad_norm"),
             ("step 5 loss nan lr 1e-4", "non_finite_loss"),
             ("train_loss=inf val_loss=2.3", "inf_loss"),
+            // The JVM's and JavaScript's spellings of non-finite doubles, and C's `%F`.
+            ("2024-01-01 10:00:00 INFO  DistriOptimizer$:429 - [Epoch 1 0/60000][Iteration 1] Trained 128 records. Loss is NaN. Sequential throughput is 12.3 record / second.", "non_finite_loss"),
+            ("[Iteration 300] Loss is Infinity", "inf_loss"),
+            ("iter 120 loss NAN lr 0.001", "non_finite_loss"),
             ("loss: tensor(nan, device='cuda:0', grad_fn=<NllLossBackward0>)", "non_finite_loss"),
             ("{\"loss\": \"nan\", \"ppl\": \"nan\"}", "non_finite_loss"),
             // DETR / torchvision references: `print("Loss is {}, stopping training")`.

@@ -68,13 +68,22 @@ fn quality(c: &str) -> usize {
         .bytes()
         .filter(|b| !(b.is_ascii_lowercase() || *b == b' '))
         .count();
-    2 * rare + c.len()
+    let q = 2 * rare + c.len();
+    // The SIMD searcher finds candidates by an anchor's first ANCHOR_MIN bytes and only then
+    // compares the rest: an anchor that starts like ordinary text ("ning" of "Warning") costs a
+    // comparison in many ordinary lines, however rare its tail.
+    if ORDINARY_LINES
+        .iter()
+        .any(|o| o.contains(&c[..c.len().min(ANCHOR_MIN)]))
+    {
+        q.saturating_sub(FINGERPRINT_PENALTY)
+    } else {
+        q
+    }
 }
 
-/// Is `c` rare enough to be an anchor?
-fn acceptable(c: &str) -> bool {
-    quality(c) >= QUALITY_MIN
-}
+/// Quality lost by an anchor whose first bytes occur in an [`ORDINARY_LINES`] line.
+const FINGERPRINT_PENALTY: usize = 6;
 
 /// Derives the gate's anchors from the opener literals: few short substrings such that every
 /// literal contains one, none of which occurs in an [`ORDINARY_LINES`] line (unless a literal
@@ -127,21 +136,25 @@ pub fn derive_gate(openers: &[String]) -> Vec<String> {
     let mut chosen: Vec<String> = Vec::new();
     // Greedy: the candidate that covers the most uncovered literals, weighted by how rare it is
     // (capped, so that a long unique string does not beat a short shared one).
+    // Each candidate's quality, once (it searches the ordinary lines); unacceptable ones out.
+    let scored: Vec<(&str, &Vec<usize>, usize)> = cands
+        .iter()
+        .zip(&covers)
+        .map(|(c, cov)| (*c, cov, quality(c)))
+        .filter(|(_, _, q)| *q >= QUALITY_MIN)
+        .collect();
     loop {
-        let best = cands
+        let best = scored
             .iter()
-            .zip(&covers)
-            .filter(|(c, _)| acceptable(c))
-            .map(|(c, cov)| (cov.iter().filter(|&&i| !covered[i]).count(), c, cov))
-            .filter(|(gain, _, _)| *gain > 0)
+            .map(|(c, cov, q)| (cov.iter().filter(|&&i| !covered[i]).count(), c, cov, *q))
+            .filter(|(gain, ..)| *gain > 0)
             .max_by(|a, b| {
-                let key = |x: &(usize, &&str, &Vec<usize>)| {
-                    (x.0 * quality(x.1).min(QUALITY_CAP), quality(x.1))
-                };
+                let key =
+                    |x: &(usize, &&str, &&Vec<usize>, usize)| (x.0 * x.3.min(QUALITY_CAP), x.3);
                 key(a).cmp(&key(b)).then_with(|| b.1.cmp(a.1))
             });
-        let Some((_, c, cov)) = best else { break };
-        for &i in cov {
+        let Some((_, c, cov, _)) = best else { break };
+        for &i in cov.iter() {
             covered[i] = true;
         }
         chosen.push((*c).to_owned());
@@ -739,6 +752,23 @@ mod tests {
             ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=8 : invalid device function", Kind::CudaError, "unknown"),
         ] {
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+    }
+
+    #[test]
+    fn non_finite_spellings_of_other_runtimes_open_an_incident() {
+        let d = DetectorSet::builtin();
+        for line in [
+            "[Iteration 300] Loss is Infinity",
+            "iter 120 loss NAN lr 0.001",
+            "[Epoch 1 0/60000][Iteration 1] Trained 128 records. Loss is NaN. Throughput is 12.3 record / second.",
+            " iteration      200/  500000 | lm loss: NAN | loss scale: 1.0 |",
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert!(
+                matches!(d.inspect(line), Some(Evidence::Headline { kind: Kind::Numeric, .. })),
+                "{line}"
+            );
         }
     }
 

@@ -869,6 +869,16 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     ": Inf",
     "=Inf",
     ": NAN",
+    // The JVM's and JavaScript's `NaN`/`Infinity` and C's `%F` `NAN` in the bare and verbal
+    // forms (numeric.rs's TOKEN). (`INF` alone is left out: its anchor would start like the
+    // `INFO` of ordinary log lines.)
+    "is Infinity",
+    "is NAN",
+    "loss NaN",
+    "loss NAN",
+    "loss Infinity",
+    "norm NaN",
+    "norm NAN",
     "\"nan\"",
     "\"inf\"",
     "(nan)",

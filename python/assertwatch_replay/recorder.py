@@ -558,7 +558,10 @@ class Recorder:
         would cost more than the rest of the walk).
         """
         if isinstance(obj, torch.Tensor):
-            t = obj.detach()  # shares storage and version counter with obj
+            # A plain tensor outside autograd is kept as it is (a detach() costs more than the rest
+            # of the walk for a small batch); otherwise a detached view, which shares storage and
+            # version counter with obj.
+            t = obj if type(obj) is torch.Tensor and not obj.requires_grad else obj.detach()
             if t.is_cpu:
                 if copy or t.is_inference():  # inference tensors have no version counter
                     return t.clone()

@@ -602,6 +602,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "Watchdog caught collective operation timeout",
             "watchdog detected a collective timeout",
+            // The message's core again, apart: a hard wrap inside "Watchdog" still leaves an
+            // anchor on the other piece (ProcessGroupNCCL.cpp, WorkNCCL::checkTimeout).
+            "collective operation timeout",
         ],
         kind: Kind::NcclError,
         category: "nccl_watchdog_timeout",

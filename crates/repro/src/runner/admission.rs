@@ -15,7 +15,7 @@ pub(super) struct Admission {
     seen: HashMap<(String, u64, String), Instant>,
 }
 
-/// Holds one GPU for the duration of a ladder.
+/// Holds one GPU for the duration of a ladder (or of an [`ExternalSlot`]).
 pub(super) struct GpuGuard<'a> {
     set: &'a Mutex<HashSet<String>>,
     key: String,
@@ -70,19 +70,8 @@ impl ReproRunner {
 
 /// Admission of a replay that runs outside this runner (a pod on the cluster): the GPU it uses
 /// stays held until the slot is dropped.
-pub struct ExternalSlot {
-    runner: ReproRunner,
-    gpu: Option<String>,
-}
-
-impl Drop for ExternalSlot {
-    fn drop(&mut self) {
-        if let Some(g) = &self.gpu {
-            if let Ok(mut s) = self.runner.inner.gpus.lock() {
-                s.remove(g);
-            }
-        }
-    }
+pub struct ExternalSlot<'a> {
+    _gpu: Option<GpuGuard<'a>>,
 }
 
 impl ReproRunner {
@@ -98,7 +87,7 @@ impl ReproRunner {
         category: &str,
         mode: Mode,
         gpu: Option<&str>,
-    ) -> Result<ExternalSlot, &'static str> {
+    ) -> Result<ExternalSlot<'_>, &'static str> {
         let refuse = |reason| {
             self.count(mode, Outcome::Skipped, None);
             Err(reason)
@@ -107,26 +96,17 @@ impl ReproRunner {
             return refuse("disabled");
         }
         let gpu = match gpu {
-            Some(g) => {
-                let Ok(mut set) = self.inner.gpus.lock() else {
-                    return refuse("busy");
-                };
-                if !set.insert(g.to_owned()) {
-                    return refuse("gpu_busy");
-                }
-                Some(g.to_owned())
-            }
+            Some(g) => match self.lock_gpu(g) {
+                Some(guard) => Some(guard),
+                None => return refuse("gpu_busy"),
+            },
             None => None,
         };
-        let slot = ExternalSlot {
-            runner: self.clone(),
-            gpu,
-        };
+        // On a refusal here the GPU guard is dropped with the error.
         if let Err(reason) = self.admit(job, step, category) {
-            drop(slot);
             return refuse(reason);
         }
-        Ok(slot)
+        Ok(ExternalSlot { _gpu: gpu })
     }
 
     /// Counts an attempt that ran elsewhere in the runner's metrics, as the ladder counts its own.

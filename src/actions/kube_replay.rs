@@ -108,18 +108,22 @@ impl<A: KubeApi> KubeReplays<A> {
         .await
         .ok()
         .flatten();
-        let (located, step, job_key, uuid) = match found {
-            Some((seen, step, job_key, uuid)) => (Located::Seen(seen), step, job_key, uuid),
+        // The failing pod, read once, and what its replay pods run (paths as the job saw them).
+        let failing = target.failing.pod().ok();
+        let (planned, step, job_key, uuid) = match found {
+            Some((seen, step, job_key, uuid)) => {
+                let planned = failing.map(|f| {
+                    let manifest = job_path(&f, &target.container, &seen);
+                    (f, StepRef::Manifest(manifest))
+                });
+                (planned, Some(step), job_key, uuid)
+            }
             None => {
                 // Debug state the daemon cannot see (a PersistentVolumeClaim): the pod's
                 // annotation names the recorder's root, and the harness finds the step there.
-                let dir = target
-                    .failing
-                    .pod()
-                    .ok()
-                    .as_ref()
-                    .and_then(assertwatch_kube::replay_pod::annotated_debug_state);
-                let Some(dir) = dir else {
+                let Some((f, dir)) = failing.and_then(|f| {
+                    assertwatch_kube::replay_pod::annotated_debug_state(&f).map(|d| (f, d))
+                }) else {
                     // The local runner reports its own `no_debug_state` (and counts it).
                     return ReproReport::from(&runner.run_for(job.request).await);
                 };
@@ -127,7 +131,12 @@ impl<A: KubeApi> KubeReplays<A> {
                     "{}/{}",
                     target.failing.info.namespace, target.failing.info.name
                 );
-                (Located::Under(dir), 0, key, None)
+                let under = StepRef::Under {
+                    dir,
+                    rank: None,
+                    before: Some(job.request.at),
+                };
+                (Some((f, under)), None, key, None)
             }
         };
         let modes = ladder_modes(runner.config(), job.request.gpu_unhealthy);
@@ -143,7 +152,7 @@ impl<A: KubeApi> KubeReplays<A> {
         });
         let _slot = match runner.admit_external(
             &job_key,
-            step,
+            step.unwrap_or(0),
             &job.request.category,
             first,
             gpu.as_deref(),
@@ -153,20 +162,19 @@ impl<A: KubeApi> KubeReplays<A> {
         };
         let mut reports = Vec::new();
         for mode in modes.into_iter().take(runner.config().max_attempts.max(1)) {
-            let rep = match &located {
-                Located::Seen(seen) => {
-                    self.replay_found(job.incident_id, &target, seen, step, mode)
-                        .await
+            let rep = match &planned {
+                Some((failing, step_ref)) => {
+                    self.replay_step(
+                        job.incident_id,
+                        failing,
+                        &target.container,
+                        step_ref,
+                        step,
+                        mode,
+                    )
+                    .await
                 }
-                Located::Under(dir) => {
-                    let step_ref = StepRef::Under {
-                        dir: dir.clone(),
-                        rank: None,
-                        before: Some(job.request.at),
-                    };
-                    self.replay_step(job.incident_id, &target, step_ref, None, mode)
-                        .await
-                }
+                None => kube_skipped("bad_input"),
             };
             if rep.outcome != Outcome::Skipped || !rep.attempts.is_empty() {
                 let took = rep.duration_s.map(Duration::from_secs_f64);
@@ -200,42 +208,35 @@ impl<A: KubeApi> KubeReplays<A> {
             Ok(p) => p,
             Err(_) => return kube_skipped("bad_input"),
         };
-        let manifest = job_path(&failing, &target.container, seen);
+        let manifest = StepRef::Manifest(job_path(&failing, &target.container, seen));
         self.replay_step(
             incident_id,
-            target,
-            StepRef::Manifest(manifest),
+            &failing,
+            &target.container,
+            &manifest,
             Some(step),
             mode,
         )
         .await
     }
 
-    /// Builds, runs and reports the replay pod of `target` for `step_ref` (paths as the job saw
-    /// them); `step` is the recorded step when the daemon knows it, else the harness's result
-    /// names it.
+    /// Builds, runs and reports the replay pod of `container` of `failing` for `step_ref`
+    /// (paths as the job saw them); `step` is the recorded step when the daemon knows it, else
+    /// the harness's result names it.
     pub async fn replay_step(
         &self,
         incident_id: i64,
-        target: &Target,
-        step_ref: StepRef,
+        failing: &Pod,
+        container: &str,
+        step_ref: &StepRef,
         step: Option<u64>,
         mode: Mode,
     ) -> ReproReport {
-        let failing = match target.failing.pod() {
-            Ok(p) => p,
-            Err(_) => return kube_skipped("bad_input"),
-        };
         let mut opts = self.cfg.replay_options();
         opts.node = Some(self.node.clone()).filter(|n| !n.is_empty());
         opts.incident_id = Some(incident_id.to_string());
-        let pod = match assertwatch_kube::replay_pod_for(
-            &failing,
-            &target.container,
-            &step_ref,
-            mode,
-            &opts,
-        ) {
+        let pod = match assertwatch_kube::replay_pod_for(failing, container, step_ref, mode, &opts)
+        {
             Ok(p) => p,
             Err(refusal) => {
                 tracing::info!(incident = incident_id, reason = %refusal, "No replay pod.");
@@ -343,14 +344,6 @@ pub fn job_path(pod: &Pod, container: &str, seen: &Path) -> PathBuf {
         }
     }
     best.map_or_else(|| seen.to_path_buf(), |(_, p)| p)
-}
-
-/// Where the flagged step's debug state is.
-enum Located {
-    /// The manifest, at the path the daemon sees.
-    Seen(PathBuf),
-    /// Not seen by the daemon: the recorder's root as the job's container sees it.
-    Under(PathBuf),
 }
 
 /// The incident's report from how the replay pod ended. `manifest` is the step's manifest (or

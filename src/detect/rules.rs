@@ -145,6 +145,11 @@ const LIBRARY_ARCH_HINT: &str = "The library does not support this operation on 
     these parameters (dtype, layout, compute capability): check the GPU architecture the library \
     was built for and the inputs' dtype and layout.";
 
+/// Shared by the out-of-memory rows.
+const OOM_HINT: &str = "The job ran out of GPU memory: lower the batch size or sequence length, \
+    enable activation checkpointing, or check for other processes on the GPU (serving engines: \
+    lower the memory fraction they reserve for the KV cache).";
+
 const HIGH: u8 = 30;
 const MID: u8 = 20;
 const GENERIC: u8 = 10;
@@ -550,9 +555,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         kind: Kind::Oom,
         category: "cuda_oom",
         blame: Blame::Application,
-        hint: "The job ran out of GPU memory: lower the batch size or sequence length, enable \
-               activation checkpointing, or check for other processes on the GPU (serving \
-               engines: lower the memory fraction they reserve for the KV cache).",
+        hint: OOM_HINT,
         priority: MID,
         requires_any: &[],
     },
@@ -568,9 +571,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         kind: Kind::Oom,
         category: "cuda_oom",
         blame: Blame::Application,
-        hint: "The job ran out of GPU memory: lower the batch size or sequence length, enable \
-               activation checkpointing, or check for other processes on the GPU (serving \
-               engines: lower the memory fraction they reserve for the KV cache).",
+        hint: OOM_HINT,
         priority: MID,
         requires_any: &["cuda", "CUDA", "Cuda", "cuMem", "GPU"],
     },

@@ -1,5 +1,6 @@
-//! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two,
-//! now spent and kept for regressions) and `tests/fresh2/` (round three).
+//! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
+//! and `tests/fresh2/` (round three), both spent and kept for regressions, and `tests/fresh3/`
+//! (round four).
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -293,6 +294,13 @@ fn fresh_set_scores() {
 #[test]
 fn fresh2_set_scores() {
     score("fresh2");
+}
+
+/// Round four's set, collected by someone who had not read the rules, before the round's rule
+/// changes were scored, and scored once after them.
+#[test]
+fn fresh3_set_scores() {
+    score("fresh3");
 }
 
 fn score(set: &str) {

@@ -279,6 +279,7 @@ impl DetectorSet {
         add("Cell In[", Owner::Frame);
         add("Cell In [", Owner::Frame);
         add("NVRM: Xid", Owner::Xid);
+        add("XidCriticalError", Owner::Xid);
         add("NVRM: GPU at PCI:", Owner::GpuAt);
         add("NVRM: The NVIDIA GPU", Owner::Mention);
         add("fallen off the bus", Owner::Fallen);

@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 
 struct Patterns {
     xid: Regex,
+    plugin_xid: Regex,
     pci: Regex,
     pid: Regex,
     name: Regex,
@@ -30,7 +31,16 @@ const BUS: &str = r"((?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
     P.get_or_init(|| Patterns {
-        xid: Regex::new(r"NVRM: Xid \(([^)]{0,64})\): (\d{1,5})\b,?\s?(.*)").expect("static regex"),
+        // The bus id in parentheses is missing from some drivers' lines (`NVRM: Xid 13, Graphics
+        // Exception: …`, seen in https://github.com/pop-os/cosmic-comp/issues/2298); the Xid
+        // still counts, without a PCI id.
+        xid: Regex::new(r"NVRM: Xid (?:\(([^)]{0,64})\): )?(\d{1,5})\b,?\s?(.*)")
+            .expect("static regex"),
+        // NVIDIA's Kubernetes device plugin, which watches Xids through NVML and logs the ones it
+        // marks a device unhealthy for: "XidCriticalError: Xid=%d on Device=%s, the device will
+        // go unhealthy." (v0.6) and "…; marking device as unhealthy." (internal/rm/health.go).
+        plugin_xid: Regex::new(r"XidCriticalError: Xid=(\d{1,5}) on Device=([^,;\s]{1,128})[,;]?\s?(.*)")
+            .expect("static regex"),
         pci: Regex::new(BUS).expect("static regex"),
         pid: Regex::new(r"\bpid=(\d{1,10})\b").expect("static regex"),
         name: Regex::new(r"\bname=([^,\s]{1,128})").expect("static regex"),
@@ -39,7 +49,9 @@ fn patterns() -> &'static Patterns {
         )
         .expect("static regex"),
         mention: Regex::new(&format!(r"NVRM: The NVIDIA GPU {BUS}")).expect("static regex"),
-        bus_id_on_line: Regex::new(&format!(r"GPU {BUS}")).expect("static regex"),
+        // `GPU 0000:01:00.0`, and older drivers' `NVRM: GPU at 0000:01:00.0 has fallen off
+        // the bus.` (https://github.com/Bumblebee-Project/Bumblebee/issues/554).
+        bus_id_on_line: Regex::new(&format!(r"GPU (?:at )?(?:PCI:)?{BUS}")).expect("static regex"),
         // `NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! …` (the device-print prefix of the driver).
         nvrm_gpu_pci: Regex::new(&format!(r"NVRM: GPU {BUS}[:\s/]")).expect("static regex"),
         // `NVRM: GPU0 _kgspRpcRecvPoll: …` (the driver's per-GPU print prefix, no bus id).
@@ -47,14 +59,23 @@ fn patterns() -> &'static Patterns {
     })
 }
 
-/// Parses an `NVRM: Xid (…): N, …` line.
+/// Parses an `NVRM: Xid (…): N, …` line (or `NVRM: Xid N, …` without the bus id).
 pub fn parse_xid(line: &str) -> Option<Evidence> {
     let p = patterns();
-    let c = p.xid.captures(line)?;
+    let Some(c) = p.xid.captures(line) else {
+        let c = p.plugin_xid.captures(line)?;
+        return Some(Evidence::Xid {
+            xid: c[1].parse().ok()?,
+            pci: None,
+            pid: None,
+            process: None,
+            detail: format!("on {}: {}", &c[2], c[3].trim()),
+        });
+    };
     let xid: u32 = c.get(2)?.as_str().parse().ok()?;
-    let pci = p
-        .pci
-        .captures(c.get(1)?.as_str())
+    let pci = c
+        .get(1)
+        .and_then(|b| p.pci.captures(b.as_str()))
         .map(|m| with_domain(&m[1]));
     let rest = c.get(3).map_or("", |m| m.as_str());
     let pid = p.pid.captures(rest).and_then(|m| m[1].parse().ok());
@@ -197,6 +218,53 @@ mod tests {
     use super::*;
 
     #[test]
+    fn device_plugin_xid_lines() {
+        // https://github.com/NVIDIA/k8s-device-plugin (v0.6 and internal/rm/health.go wordings).
+        for line in [
+            "2020/08/10 19:09:42 XidCriticalError: Xid=69 on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, the device will go unhealthy.",
+            "I0110 10:00:00.000000 1 health.go:150] XidCriticalError: Xid=69 on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8; marking device as unhealthy.",
+        ] {
+            match parse_xid(line) {
+                Some(Evidence::Xid { xid, pci, detail, .. }) => {
+                    assert_eq!(xid, 69);
+                    assert_eq!(pci, None);
+                    assert!(detail.starts_with("on GPU-7540a9b3"), "{detail}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn xid_without_bus_id() {
+        // https://github.com/pop-os/cosmic-comp/issues/2298
+        let e = parse_xid(
+            "NVRM: Xid 13, pid=3057, name=cosmic-comp, Graphics Exception: channel 0x00000003",
+        )
+        .unwrap();
+        assert_eq!(
+            e,
+            Evidence::Xid {
+                xid: 13,
+                pci: None,
+                pid: Some(3057),
+                process: Some("cosmic-comp".into()),
+                detail: "pid=3057, name=cosmic-comp, Graphics Exception: channel 0x00000003".into()
+            }
+        );
+        assert!(matches!(
+            parse_xid("NVRM: Xid 13, Graphics Exception: MISSING_MACRO_DATA"),
+            Some(Evidence::Xid {
+                xid: 13,
+                pci: None,
+                ..
+            })
+        ));
+        // Words after the prefix are not an Xid number.
+        assert_eq!(parse_xid("NVRM: Xid errors are listed in the guide"), None);
+    }
+
+    #[test]
     fn xid_with_unknown_pid() {
         let e = parse_xid("[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics Exception").unwrap();
         assert_eq!(
@@ -292,6 +360,18 @@ mod tests {
             Some(Evidence::Xid { pci, .. }) => assert_eq!(pci.as_deref(), Some("0000:b3:00")),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn older_bus_loss_wording_names_its_gpu() {
+        assert_eq!(
+            parse_fallen_off_bus(
+                "[   49.261458] NVRM: GPU at 0000:01:00.0 has fallen off the bus."
+            ),
+            Some(Evidence::FallenOffBus {
+                pci: Some("0000:01:00.0".into())
+            })
+        );
     }
 
     #[test]

@@ -13,7 +13,8 @@ struct Patterns {
     /// A loss or gradient-norm key with a non-finite value after `:` or `=` (quoted keys of
     /// metrics dicts, `loss=nan` of progress bars, `loss: tensor(nan, …)`).
     keyed: Regex,
-    /// A key and a value separated by spaces only (`step 5 loss nan lr 1e-4`, `| loss nan |`).
+    /// A key and a value separated by spaces only (`step 5 loss nan lr 1e-4`, `| loss nan |`,
+    /// loguru-style tables that bracket the key: `| [Loss] nan |`).
     bare: Regex,
     /// `Loss is nan`: a value as Python prints a float (lowercase), after `is`/`became`.
     verbal: Regex,
@@ -26,13 +27,16 @@ struct Patterns {
     /// caused by …"), not a printed metric.
     prose_after: Regex,
     scale: Regex,
+    /// A loss scale printed as a metric: `loss_scale=0.062` (fairseq's progress line),
+    /// `'loss_scale': 0.5` (metrics dicts).
+    scale_metric: Regex,
 }
 
 /// Keys whose non-finite value is an event: any key that ends in or contains `loss` (loss,
 /// train_loss, lm loss, nll_loss, `'loss'`), and gradient norms (grad_norm, grad norm,
-/// gradient_norm, total_norm). Shared by the three value forms.
+/// gradient_norm, train_grad_norm, total_norm). Shared by the three value forms.
 const KEY: &str =
-    r"(?P<key>\b[a-z_]*loss[a-z_0-9]*|\bgrad(?:ient)?[_ ]?norm[a-z_0-9]*|\btotal_norm)";
+    r"(?P<key>\b[a-z_]*loss[a-z_0-9]*|\b[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|\btotal_norm)";
 /// The non-finite token and what may follow a value (so `nan_count`, `info` or `inf.5` never
 /// count; a full stop only before a space or the end). In
 /// the bare, verbal and group forms it is matched case-sensitively, in the spellings runtimes
@@ -46,12 +50,13 @@ fn patterns() -> &'static Patterns {
     P.get_or_init(|| Patterns {
         // The value may follow a number in parentheses' stead: metric loggers print "current
         // (average)" — `loss: 0.4012 (nan)` (torchvision references' SmoothedValue, DETR,
-        // BEiT/unilm) — or the reverse, `loss: nan (0.4012)`.
+        // BEiT/unilm) — or the reverse, `loss: nan (0.4012)`. A key may name its statistics
+        // and print them as a tuple: `validation loss (min, avg, max): (inf, nan, -inf)`.
         keyed: Regex::new(&format!(
-            r#"(?i){KEY}['"]?\s{{0,3}}[:=]\s{{0,3}}['"]?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
+            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?\s{{0,3}}[:=]\s{{0,3}}['"(]?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
         ))
         .expect("static regex"),
-        bare: Regex::new(&format!(r"(?i){KEY} {{1,3}}(?-i:{TOKEN})")).expect("static regex"),
+        bare: Regex::new(&format!(r"(?i){KEY}\]? {{1,3}}(?-i:{TOKEN})")).expect("static regex"),
         verbal: Regex::new(&format!(r"(?i){KEY}\s+(?:is|became|was)\s+(?-i:{TOKEN})"))
             .expect("static regex"),
         group: Regex::new(&format!(
@@ -69,8 +74,20 @@ fn patterns() -> &'static Patterns {
             r"(?i)^\W{0,3}\s*(?:is|are|was|were|means?|caused?|causes|because|due|seems?|happens?|appears?|comes?|should|could|would|will|can|may|might)\b",
         )
         .expect("static regex"),
-        scale: Regex::new(r"(?i)loss scale.{0,80}?reducing (?:loss scale )?to:?\s*([0-9][0-9.eE+-]{0,30})|reducing loss scale to:?\s*([0-9][0-9.eE+-]{0,30})")
-            .expect("static regex"),
+        // A scaler announcing its new scale: Apex and Lightning "… reducing loss scale to 32768.0",
+        // DeepSpeed "Attempted loss scale: 2, reducing to 1" (deepspeed/runtime/fp16/
+        // loss_scaler.py), fairseq "| WARNING: overflow detected, setting loss scale to: 0.25"
+        // (fairseq's fp16 trainer); the verb varies by trainer, so any verb of lowering or
+        // setting counts. A scale printed as a plain metric (Megatron's `loss scale: 1.0` under
+        // bf16) is not a change and does not match.
+        scale: Regex::new(
+            r"(?i)loss[ _]scaler?\b.{0,80}?\b(?:reduc\w*|decreas\w*|lower\w*|set|setting|drop\w*|dropping|adjust\w*) (?:loss[ _]scale |the scale |scale )?to:?\s*([0-9][0-9.eE+-]{0,30})|\b(?:reduc\w*|decreas\w*|lower\w*|set|setting|drop\w*|adjust\w*) (?:the )?loss[ _]scale to:?\s*([0-9][0-9.eE+-]{0,30})",
+        )
+        .expect("static regex"),
+        scale_metric: Regex::new(
+            r#"(?i)\bloss_scale['"]?\s{0,2}[:=]\s{0,2}([0-9][0-9.eE+-]{0,30})"#,
+        )
+        .expect("static regex"),
     })
 }
 
@@ -126,6 +143,16 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             }
         }
         return None;
+    }
+    // A scale printed as a metric is not a change, so only a value below the floor is a
+    // collapse: a bf16 or static-scale run prints 1.0 on every line, a dynamic fp16 scaler
+    // starts far above it (2^7 in fairseq, 2^16 in Apex and torch.amp).
+    if let Some(c) = p.scale_metric.captures(line) {
+        if let Ok(v) = c[1].trim_end_matches('.').parse::<f64>() {
+            if v < min_loss_scale {
+                return Some(headline("loss_scale_collapse", SCALE_HINT));
+            }
+        }
     }
     // The key and its value. `keyed` is a log's or a metrics dict's shape and stands on its
     // own; the bare and verbal forms also occur in sentences ("if the loss is nan, …"), so a
@@ -184,6 +211,73 @@ mod tests {
             Some(Evidence::Headline { category, .. }) => Some(category.into_owned()),
             _ => None,
         }
+    }
+
+    #[test]
+    fn bracketed_and_capitalised_keys() {
+        // loguru table of https://github.com/nv-tlabs/LION (trainers/base_trainer.py's format).
+        assert_eq!(
+            cat("2023-01-25 00:21:34.569 | INFO     | trainers.base_trainer:train_epochs:256 - [R0] | E6 iter[ 14/ 15] | [Loss] nan | [step]   104 |").as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(
+            cat("Epoch 3 Train Loss nan").as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(cat("[grad_norm]: inf").as_deref(), Some("nan_grad_norm"));
+        assert_eq!(cat("| [Loss] 0.4211 | [step] 104 |"), None);
+    }
+
+    #[test]
+    fn scale_printed_as_a_metric() {
+        // fairseq's progress line (facebookresearch/fairseq, issue 515's wording).
+        assert_eq!(
+            cat("| epoch 001:    200 / 1374 loss=14.351, ppl=20899.56, num_updates=190, gnorm=3.901, oom=0.000, loss_scale=0.062, wall=1061").as_deref(),
+            Some("loss_scale_collapse")
+        );
+        assert_eq!(
+            cat("| epoch 001:    200 / 1374 loss=4.351, loss_scale=1.000, wall=1061"),
+            None
+        );
+        assert_eq!(cat("{'loss': 0.41, 'loss_scale': 65536.0}"), None);
+    }
+
+    #[test]
+    fn statistics_tuples_and_prefixed_norm_keys() {
+        assert_eq!(
+            cat("validation loss (min, avg, max): (inf, nan, -inf)").as_deref(),
+            Some("inf_loss")
+        );
+        assert_eq!(
+            cat("\"train_grad_norm\": NaN").as_deref(),
+            Some("nan_grad_norm")
+        );
+        assert_eq!(
+            cat("validation loss (min, avg, max): (0.1, 0.2, 0.3)"),
+            None
+        );
+    }
+
+    #[test]
+    fn scale_changes_in_each_trainers_wording() {
+        // fairseq's fp16 trainer (facebookresearch/fairseq issue 512).
+        assert_eq!(
+            cat("| WARNING: overflow detected, setting loss scale to: 0.25").as_deref(),
+            Some("loss_scale_collapse")
+        );
+        assert_eq!(
+            cat("| WARNING: overflow detected, setting loss scale to: 64.0"),
+            None
+        );
+        assert_eq!(
+            cat("Overflow detected, decreasing loss_scale to 0.5").as_deref(),
+            Some("loss_scale_collapse")
+        );
+        // A scale printed as a metric is no change, whatever its value (bf16 runs print 1.0).
+        assert_eq!(
+            cat(" iteration 100/ 500 | lm loss: 7.4E+00 | loss scale: 1.0 | grad norm: 1.2 |"),
+            None
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@
 pub mod elastic;
 pub mod kernel_assert;
 pub mod numeric;
+pub mod prose;
 pub mod rules;
 pub mod sxid;
 pub mod traceback;
@@ -189,6 +190,8 @@ pub struct UserRule {
 enum Owner {
     Assert,
     Headline(usize),
+    /// A row's refining literal (`HeadlineRule::refines`): no gate anchor of its own.
+    Refine(usize),
     User(usize),
     Continuation,
     Summary,
@@ -259,6 +262,9 @@ impl DetectorSet {
             for l in r.literals {
                 add(l, Owner::Headline(i));
             }
+            for l in r.refines {
+                add(l, Owner::Refine(i));
+            }
         }
         for (i, r) in user.iter().enumerate() {
             for l in &r.literals {
@@ -303,7 +309,7 @@ impl DetectorSet {
         let openers: Vec<String> = detail
             .iter()
             .zip(&owners)
-            .filter(|(_, o)| **o != Owner::Continuation)
+            .filter(|(_, o)| !matches!(o, Owner::Continuation | Owner::Refine(_)))
             .map(|(l, _)| l.clone())
             .collect();
         let gate_literals = derive_gate(&openers);
@@ -426,10 +432,16 @@ impl DetectorSet {
     pub fn inspect(&self, line: &str) -> Option<Evidence> {
         let mut flags = 0u16;
         let mut headlines: Vec<usize> = Vec::new();
+        let mut headline_hits: Vec<std::ops::Range<usize>> = Vec::new();
+        let mut refined: Vec<usize> = Vec::new();
         let mut users: Vec<usize> = Vec::new();
         for m in self.detail.find_overlapping_iter(line) {
             match self.owners[m.pattern().as_usize()] {
-                Owner::Headline(i) => headlines.push(i),
+                Owner::Headline(i) => {
+                    headlines.push(i);
+                    headline_hits.push(m.range());
+                }
+                Owner::Refine(i) => refined.push(i),
                 Owner::User(i) => users.push(i),
                 o => flags |= flag(o),
             }
@@ -476,6 +488,15 @@ impl DetectorSet {
                     rule: r.name.clone().into(),
                 });
             }
+        }
+        // A sentence that names the error in passing (an explanation quoting it in a code span)
+        // reports nothing.
+        if prose::names_error_in_passing(line, &headline_hits) {
+            headlines.clear();
+        }
+        // A refining literal counts only where a headline literal brought the line here.
+        if !headlines.is_empty() {
+            headlines.extend(refined);
         }
         let best = headlines
             .iter()
@@ -537,7 +558,7 @@ fn flag(o: Owner) -> u16 {
         Owner::Summary => 1 << 9,
         Owner::Sxid => 1 << 10,
         Owner::GpuEvent => 1 << 11,
-        Owner::Headline(_) | Owner::User(_) => 0,
+        Owner::Headline(_) | Owner::Refine(_) | Owner::User(_) => 0,
     }
 }
 
@@ -611,12 +632,42 @@ mod tests {
         assert!(d.gate_literals().len() <= 64);
     }
 
+    fn category_of(d: &DetectorSet, line: &str) -> Option<String> {
+        match d.inspect(line) {
+            Some(Evidence::Headline { category, .. }) => Some(category.into_owned()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn refining_literals_pick_the_row_after_a_generic_prefix() {
+        let d = DetectorSet::builtin();
+        for (line, want) in [
+            ("CUDA_EXCEPTION_6, Warp Misaligned Address.", "misaligned_address"),
+            ("Program received signal CUDA_EXCEPTION_14, Warp Illegal Address.", "illegal_memory_access"),
+            ("CUDA_EXCEPTION_4, Warp Illegal Instruction.", "illegal_instruction"),
+            ("CUDA_EXCEPTION_9, Warp Hardware Stack Overflow.", "unknown"),
+            // Caffe's CUDA_CHECK (https://github.com/s9xie/hed/issues/52).
+            ("F1225 18:53:10.263083 16202 syncedmem.cpp:19] Check failed: error == cudaSuccess (29 vs. 0)  driver shutting down", "driver_shutting_down"),
+            ("RuntimeError: CUDA error: driver shutting down", "driver_shutting_down"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(category_of(&d, line).as_deref(), Some(want), "{line}");
+        }
+        // Alone, a refining literal opens nothing.
+        assert_eq!(d.inspect("the driver shutting down took a while"), None);
+        // Every refining literal is brought to inspection by its row's generic prefix.
+        for r in HEADLINE_RULES {
+            assert!(r.refines.iter().all(|l| l.len() >= 4), "{}", r.name);
+        }
+    }
+
     #[test]
     fn the_gate_stays_small() {
         let d = DetectorSet::builtin();
         // The packed SIMD searcher (Teddy) handles up to 64 patterns; past that the gate falls
         // back to a much slower automaton.
-        assert!(d.gate_literals().len() <= 56, "{:?}", d.gate_literals());
+        assert!(d.gate_literals().len() <= 58, "{:?}", d.gate_literals());
         for a in d.gate_literals() {
             assert!(a.len() >= ANCHOR_MIN, "{a:?}");
         }

@@ -129,6 +129,11 @@ pub struct HeadlineRule {
     /// When not empty, the line must also contain one of these (for literals that are common
     /// outside the family, such as "Connection refused").
     pub requires_any: &'static [&'static str],
+    /// Substrings that select this row on a line another rule's literal brought to inspection:
+    /// the specific message after a generic prefix (`CUDA_EXCEPTION_6, Warp Misaligned Address`,
+    /// `… (29 vs. 0)  driver shutting down`). They need no gate anchor of their own, which keeps
+    /// the gate small; a line that has only them is not inspected.
+    pub refines: &'static [&'static str],
 }
 
 // Hints shared by the cuBLAS/cuDNN status rows. The rows follow the libraries' status enums
@@ -169,6 +174,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                wrong. Replay the step with CUDA_LAUNCH_BLOCKING=1 or on CPU to get the real line.",
         priority: HIGH,
         requires_any: &[],
+        // cuda-gdb: CUDA_EXCEPTION_12 "Warp Assert" (see cuda_error_generic).
+        refines: &["Warp Assert"],
     },
     HeadlineRule {
         name: "cuda_illegal_address",
@@ -185,6 +192,13 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                cause or it repeats on one GPU only, suspect the GPU.",
         priority: HIGH,
         requires_any: &[],
+        // cuda-gdb: CUDA_EXCEPTION_1, 10, 14 and 5 (see cuda_error_generic).
+        refines: &[
+            "Lane Illegal Address",
+            "Device Illegal Address",
+            "Warp Illegal Address",
+            "Warp Out-of-range Address",
+        ],
     },
     HeadlineRule {
         name: "cuda_misaligned_address",
@@ -201,6 +215,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                compute-sanitizer.",
         priority: HIGH,
         requires_any: &[],
+        // cuda-gdb: CUDA_EXCEPTION_6 and 11 (see cuda_error_generic).
+        refines: &["Warp Misaligned Address", "Lane Misaligned Address"],
     },
     HeadlineRule {
         name: "cuda_illegal_instruction",
@@ -216,6 +232,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                kernel): check the extension's build flags; if it is one GPU only, check Xids.",
         priority: HIGH,
         requires_any: &[],
+        // cuda-gdb: CUDA_EXCEPTION_4 (see cuda_error_generic).
+        refines: &["Warp Illegal Instruction"],
     },
     HeadlineRule {
         name: "cuda_launch_failure",
@@ -231,6 +249,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                same time (13/31/43 point at the job, 79/48/119 at the GPU), then replay the step.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cuda_ecc_uncorrectable",
@@ -247,6 +266,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                retired pages/remapped rows; restart the job elsewhere.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cuda_nvlink_uncorrectable",
@@ -261,6 +281,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                counters and Xid 74 in the kernel log.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cuda_no_kernel_image",
@@ -276,6 +297,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                build that includes this compute capability (TORCH_CUDA_ARCH_LIST).",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cuda_launch_out_of_resources",
@@ -291,6 +313,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                the block size or tile configuration of the failing kernel.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cuda_device_unavailable",
@@ -306,6 +329,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                or the GPU is in a bad state (check nvidia-smi and Xids).",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cuda_launch_timeout",
@@ -320,6 +344,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                split the work.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cuda_driver_insufficient",
@@ -331,6 +356,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                driver or use an image built for the installed driver.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cublas_execution_failed",
@@ -342,6 +368,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                an out-of-range input (e.g. an embedding index); replay the step synchronously.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cublas_internal_error",
@@ -353,6 +380,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                asynchronous error; replay the step synchronously.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         // TensorFlow prints "failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED"
@@ -365,6 +393,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: LIBRARY_HANDLE_HINT,
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cublas_alloc_failed",
@@ -375,6 +404,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: LIBRARY_HANDLE_HINT,
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cublas_invalid_value",
@@ -385,6 +415,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: LIBRARY_PARAM_HINT,
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cublas_not_supported",
@@ -395,6 +426,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: LIBRARY_ARCH_HINT,
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cublas_mapping_error",
@@ -406,6 +438,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                error; replay the step synchronously.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cudnn_execution_failed",
@@ -417,6 +450,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                replay the step synchronously and check the kernel log for Xids.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cudnn_internal_error",
@@ -429,6 +463,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                retry with torch.backends.cudnn.benchmark=False and check GPU memory.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cudnn_mapping_error",
@@ -440,6 +475,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                error; replay the step synchronously.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         // TensorFlow prints "Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED"
@@ -452,6 +488,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: LIBRARY_HANDLE_HINT,
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cudnn_alloc_failed",
@@ -462,6 +499,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: LIBRARY_HANDLE_HINT,
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         // cuDNN 9 adds sub-codes after the major ones (`CUDNN_STATUS_NOT_SUPPORTED_SHAPE`,
@@ -474,6 +512,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: LIBRARY_ARCH_HINT,
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cudnn_bad_param",
@@ -484,6 +523,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: LIBRARY_PARAM_HINT,
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cudnn_version_mismatch",
@@ -499,6 +539,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                sub-library is missing): install the cuDNN version the framework's wheel expects.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         // Any other status of the cuBLAS `cublasStatus_t` / cuDNN `cudnnStatus_t` enums, as
@@ -512,6 +553,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                the inputs' shapes and dtypes and the GPU's memory.",
         priority: GENERIC,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cuda_oom",
@@ -558,6 +600,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: OOM_HINT,
         priority: MID,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         // The CUDA runtime's own text for `cudaErrorMemoryAllocation` ("out of memory", from
@@ -574,6 +617,26 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: OOM_HINT,
         priority: MID,
         requires_any: &["cuda", "CUDA", "Cuda", "cuMem", "GPU"],
+        refines: &[],
+    },
+    HeadlineRule {
+        // `cudaErrorCudartUnloading` ("driver shutting down", code 4; 29 in CUDA 8 and older) and
+        // the driver API's `CUDA_ERROR_DEINITIALIZED`: a CUDA call made while the process was
+        // exiting, after the runtime had been unloaded (cudaGetErrorString, CUDA runtime API
+        // reference). It is a consequence: an earlier error usually ended the process.
+        name: "cuda_driver_shutting_down",
+        literals: &["cudaErrorCudartUnloading", "CUDA_ERROR_DEINITIALIZED"],
+        kind: Kind::CudaError,
+        category: "driver_shutting_down",
+        blame: Blame::Application,
+        hint: "A CUDA call ran while the process was exiting (the CUDA runtime was already \
+               unloaded): look for the error that ended the process before it, or a CUDA call \
+               in a destructor or exit handler.",
+        priority: MID,
+        requires_any: &[],
+        // The runtime's message after a generic prefix ("CUDA error: …", "cuda runtime error
+        // (29) : …", "… == cudaSuccess (29 vs. 0)  …").
+        refines: &["driver shutting down"],
     },
     HeadlineRule {
         name: "cuda_error_generic",
@@ -589,6 +652,13 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "cudaError",
             // cutorch/THC: "THCudaCheck FAIL file=%s line=%i error=%i : %s" (lib/THC/THCGeneral.c).
             "THCudaCheck FAIL",
+            // glog's CHECK of a runtime call (Caffe's CUDA_CHECK): "Check failed: error ==
+            // cudaSuccess (N vs. 0)  <message>", whatever the error.
+            "error == cudaSuccess (",
+            // cuda-gdb's exception codes (`CUDA_EXCEPTION_6, Warp Misaligned Address.`); those
+            // with a family are refined by their rows, the rest (stack overflows, invalid PC or
+            // address space, CUDA_EXCEPTION_0 "Device Unknown Exception") stay generic.
+            "CUDA_EXCEPTION_",
         ],
         kind: Kind::CudaError,
         category: "unknown",
@@ -597,6 +667,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                and check the kernel log for Xids on the same GPU.",
         priority: GENERIC,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "nccl_watchdog_timeout",
@@ -615,6 +686,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                of step. Check the lagging rank's log and node first (its own error comes earlier).",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         // ProcessGroupNCCL's heartbeat monitor thread (torch/csrc/distributed/c10d/
@@ -637,6 +709,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only when the watchdog is merely slow.",
         priority: HIGH - 1,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "nccl_unhandled_cuda_error",
@@ -648,6 +721,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                with NCCL_DEBUG=INFO for the failing call.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "nccl_unhandled_system_error",
@@ -659,6 +733,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                /dev/shm size, network interfaces (NCCL_SOCKET_IFNAME) and NCCL_DEBUG=INFO output.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "nccl_internal_error",
@@ -673,6 +748,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                driver versions across ranks.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "nccl_invalid_usage",
@@ -684,6 +760,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                check device assignment per rank.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "nccl_remote_error",
@@ -697,6 +774,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: "A peer rank died or the network dropped: find the first failing rank's error.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         // A peer's end of a connection went away: NCCL's socket layer ("socketProgressOpt:
@@ -709,6 +787,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "Connection closed by remote peer",
             "Connection closed by peer",
             "Connection reset by peer",
+            // EPIPE from a send or recv to a peer that is gone (`Call to recv from … failed :
+            // Broken pipe`, misc/socket.cc).
+            " failed : Broken pipe",
+            " failed: Broken pipe",
         ],
         kind: Kind::NcclError,
         category: "nccl_remote_error",
@@ -724,6 +806,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "ProcessGroup",
             "socketProgress",
         ],
+        refines: &[],
     },
     HeadlineRule {
         name: "nccl_ib_completion_error",
@@ -738,6 +821,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                switch port of both peers (ibstat, link error counters).",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "nccl_connection_refused",
@@ -749,7 +833,21 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                blocks it (NCCL_SOCKET_IFNAME).",
         // Above `c10d_store_connect_failed`, so the socket error the store names keeps its family.
         priority: MID + 1,
-        requires_any: &["NCCL", "nccl", "c10d", "TCPStore", "client socket"],
+        // NCCL's socket layer without an `NCCL` tag on the line: "include/socket.h:185 WARN Call
+        // to connect failed : Connection refused", "socketPollConnect: connect to … returned
+        // Connection refused" (misc/socket.cc).
+        requires_any: &[
+            "NCCL",
+            "nccl",
+            "c10d",
+            "TCPStore",
+            "client socket",
+            "socket.h",
+            "socket.cc",
+            "socketPollConnect",
+            "WARN Call to connect",
+        ],
+        refines: &[],
     },
     HeadlineRule {
         // torch/csrc/distributed/c10d/socket.cpp ("The client socket has failed to connect to any
@@ -773,6 +871,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                check the rank that hosts the store first.",
         priority: MID,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         // torch.distributed.elastic's rendezvous errors (torch/distributed/elastic/rendezvous/
@@ -794,6 +893,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                timeout; check the endpoint host and that all nodes started.",
         priority: MID,
         requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "nccl_error_generic",
@@ -810,6 +910,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                rank.",
         priority: GENERIC,
         requires_any: &[],
+        refines: &[],
     },
 ];
 
@@ -856,7 +957,8 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     "=-nan",
     ": -nan",
     "is nan",
-    "loss nan",
+    // `oss …` rather than `loss …`: the key may be capitalised (`Loss nan`).
+    "oss nan",
     "norm nan",
     ": NaN",
     "=NaN",
@@ -868,7 +970,7 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     ": -inf",
     "=-inf",
     "is inf",
-    "loss inf",
+    "oss inf",
     "norm inf",
     ": Inf",
     "=Inf",
@@ -878,9 +980,9 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     // `INFO` of ordinary log lines.)
     "is Infinity",
     "is NAN",
-    "loss NaN",
-    "loss NAN",
-    "loss Infinity",
+    "oss NaN",
+    "oss NAN",
+    "oss Infinity",
     "norm NaN",
     "norm NAN",
     "\"nan\"",
@@ -889,6 +991,10 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     "(inf)",
     " nan,",
     " nan]",
+    // A bracketed key: `| [Loss] nan |` (loguru tables).
+    "] nan",
+    "] NaN",
+    "] inf",
     " inf,",
     "tensor(nan",
     "tensor(inf",
@@ -896,7 +1002,13 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     "infinite or NaN",
     "NaN or Inf",
     "Inf or NaN",
-    "reducing loss scale to",
+    "loss scale to",
+    "loss_scale to",
+    // A scale printed as a metric (numeric.rs's `scale_metric`).
+    "loss_scale=",
+    "loss_scale:",
+    "loss_scale':",
+    "loss_scale\":",
     "reducing to ",
     "loss scale already at minimum",
     "Minimum loss scale reached",

@@ -1,0 +1,267 @@
+//! Prose: tells a sentence that names an error in passing from a line that reports one.
+//!
+//! Issue threads and forum answers explain errors as often as they paste them: "once any earlier
+//! kernel faults with `misaligned address`, every later call returns it", "there are known
+//! `CUDA_ERROR_ILLEGAL_ADDRESS` bugs in ptxas", "this error `Check failed: … out of memory`
+//! indicates OOM on the GPU". A headline literal in such a sentence is the error's *name*, not an
+//! event. A report shows the error as the program printed it (a line of its own, a title that
+//! starts with it) or says that someone met it ("I get `…`", "training crashes with `…`", "it
+//! throws `…`"). Only the shape of a mention is dropped: every headline literal is quoted (a code
+//! span or double quotes) after at least [`WORDS_BEFORE`] plain words of a sentence of at least
+//! [`SENTENCE_WORDS`], and the sentence says nobody met it. A log line's prefix (timestamps,
+//! `[rank0]:`, `file.py:12]`, `ERROR`) has no plain words, so log text never reads as a sentence.
+
+use regex::Regex;
+use std::ops::Range;
+use std::sync::OnceLock;
+
+/// Words of prose before the first mention: a title or a report puts the error first ("Getting
+/// `X` when …"), an explanation gets to it mid-sentence.
+const WORDS_BEFORE: usize = 4;
+/// Words of prose outside code spans for a line to be a sentence rather than a short title.
+const SENTENCE_WORDS: usize = 8;
+/// Longest quotation that is still a quoted error rather than a pasted block.
+const QUOTE_BYTES: usize = 240;
+
+/// Someone met the error: first person with a verb of running into something, a program that
+/// crashed or failed with it, or one that printed, threw or gave it. (Explanations describe what
+/// an error means or where it comes from: "a kernel faults with …", "it indicates …". The
+/// participle "reported" is left out: it is mostly an adjective there, "the reported location";
+/// so is "got" without a subject: "the context got corrupted".)
+fn report_cue() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| {
+        Regex::new(
+            r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,2}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|gives|gave|outputs|reports|occurs|occurred|happened)\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)",
+        )
+        .expect("static regex")
+    })
+}
+
+/// Content ranges of the quotations of `line`: inline code spans, then double-quoted strings
+/// outside them (straight or curly quotes).
+fn quoted_spans(line: &str) -> Vec<Range<usize>> {
+    let mut spans = code_spans(line);
+    let inside = |i: usize, spans: &[Range<usize>]| spans.iter().any(|s| s.start <= i && i < s.end);
+    let mut open: Option<usize> = None;
+    let mut quotes = Vec::new();
+    for (i, c) in line.char_indices() {
+        if inside(i, &spans) {
+            continue;
+        }
+        match (c, open) {
+            ('"' | '\u{201c}', None) => open = Some(i + c.len_utf8()),
+            ('"' | '\u{201d}', Some(o)) => {
+                quotes.push(o..i);
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    spans.extend(quotes);
+    spans.sort_by_key(|s| s.start);
+    spans
+}
+
+/// Content ranges of the inline code spans of `line` (`` `x` ``, ``` ``x`` ```): a run of N
+/// backticks closed by the next run of exactly N.
+fn code_spans(line: &str) -> Vec<Range<usize>> {
+    let b = line.as_bytes();
+    let run_at = |i: usize| b[i..].iter().take_while(|&&c| c == b'`').count();
+    let mut spans = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'`' {
+            i += 1;
+            continue;
+        }
+        let n = run_at(i);
+        let start = i + n;
+        let mut j = start;
+        let mut close = None;
+        while j < b.len() {
+            if b[j] == b'`' {
+                let m = run_at(j);
+                if m == n {
+                    close = Some(j);
+                    break;
+                }
+                j += m;
+            } else {
+                j += 1;
+            }
+        }
+        match close {
+            Some(c) => {
+                spans.push(start..c);
+                i = c + n;
+            }
+            None => break,
+        }
+    }
+    spans
+}
+
+/// Plain words in `text`: whitespace-separated tokens made of letters only (an apostrophe, and
+/// one trailing punctuation mark, allowed), capitalised at most on the first letter. Paths,
+/// identifiers, numbers, `[tags]` and `ERROR` are not plain words.
+fn words(text: &str) -> usize {
+    text.split_whitespace()
+        .filter(|t| {
+            let t = t.trim_end_matches([',', '.', ';', ':', '!', '?']);
+            let mut cs = t.chars();
+            cs.next().is_some_and(char::is_alphabetic) && cs.all(|c| c.is_lowercase() || c == '\'')
+        })
+        .count()
+}
+
+/// Is every one of `hits` (byte ranges of headline literals in `line`) the name of an error
+/// mentioned in a sentence, rather than a report of it?
+pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
+    if hits.is_empty() || !(line.contains('`') || line.contains('"') || line.contains('\u{201c}')) {
+        return false;
+    }
+    let spans = quoted_spans(line);
+    let all_named = hits.iter().all(|h| {
+        spans
+            .iter()
+            .any(|s| s.start <= h.start && h.end <= s.end && s.len() <= QUOTE_BYTES)
+    });
+    if !all_named {
+        return false;
+    }
+    // The prose around the spans.
+    let mut outside = String::with_capacity(line.len());
+    let mut at = 0;
+    for s in &spans {
+        // Spans are char-aligned; a quotation may hold a code span, so never step back.
+        outside.push_str(line.get(at..s.start.max(at)).unwrap_or(""));
+        outside.push(' ');
+        at = at.max(s.end);
+    }
+    outside.push_str(line.get(at..).unwrap_or(""));
+    let first = hits.iter().map(|h| h.start).min().unwrap_or(0);
+    let before = spans
+        .iter()
+        .find(|s| s.start <= first && first < s.end.max(s.start + 1))
+        .map_or(first, |s| s.start);
+    line.get(..before).map_or(0, words) >= WORDS_BEFORE
+        && words(&outside) >= SENTENCE_WORDS
+        && !report_cue().is_match(&outside)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hits(line: &str, lit: &str) -> Vec<Range<usize>> {
+        line.match_indices(lit)
+            .map(|(i, m)| i..i + m.len())
+            .collect()
+    }
+
+    fn mention(line: &str, lit: &str) -> bool {
+        names_error_in_passing(line, &hits(line, lit))
+    }
+
+    #[test]
+    fn explanations_name_errors() {
+        // Maintainers' answers in public threads (flash-linear-attention, jax).
+        assert!(mention(
+            "CUDA errors are asynchronous and sticky — once any earlier kernel faults with `misaligned address`, every subsequent CUDA call in that context returns the same error.",
+            "misaligned address"
+        ));
+        assert!(mention(
+            "There are a number of known `CUDA_ERROR_ILLEGAL_ADDRESS` bugs for CUDA < 11.1 that are out of our control (they are bugs in `ptxas`).",
+            "CUDA_ERROR_ILLEGAL_ADDRESS"
+        ));
+        // Quoting a whole message, in a code span or double quotes, to explain it.
+        assert!(mention(
+            "Please note that this error `Check failed: error == cudaSuccess (2 vs. 0) out of memory` indicates OOM on the GPU, not your system RAM.",
+            "out of memory"
+        ));
+        assert!(mention(
+            "I briefly searched for some information about it. It seems that it is a simple \"out of memory\" error, but the traceback did not say so.",
+            "out of memory"
+        ));
+        assert!(mention(
+            "After a kernel faults with \u{201c}an illegal memory access was encountered\u{201d} the context is gone and cannot be used again.",
+            "an illegal memory access was encountered"
+        ));
+        assert!(mention(
+            "As the programming guide notes, ``cudaErrorIllegalAddress`` leaves the context unusable, so the process has to restart.",
+            "cudaErrorIllegalAddress"
+        ));
+    }
+
+    #[test]
+    fn reports_are_not_mentions() {
+        // The program's own line.
+        assert!(!mention(
+            "RuntimeError: CUDA error: misaligned address",
+            "misaligned address"
+        ));
+        // A pasted line in a code span carries its `Error:` prefix.
+        assert!(!mention(
+            "After a few hundred steps the run stops and prints `RuntimeError: CUDA error: misaligned address` on every rank.",
+            "misaligned address"
+        ));
+        // First person, or a program that crashed with it.
+        assert!(!mention(
+            "When running the benchmark with a batch of 64 I get `CUDA_ERROR_ILLEGAL_ADDRESS` from the second step on.",
+            "CUDA_ERROR_ILLEGAL_ADDRESS"
+        ));
+        assert!(!mention(
+            "Training on the new nodes with eight GPUs crashes with `CUDA_ERROR_ILLEGAL_ADDRESS` after the first epoch.",
+            "CUDA_ERROR_ILLEGAL_ADDRESS"
+        ));
+        // A title puts the error first.
+        assert!(!mention(
+            "Getting `CUDA_ERROR_ILLEGAL_ADDRESS` when running jax.jit with pmap on eight A100 GPUs",
+            "CUDA_ERROR_ILLEGAL_ADDRESS"
+        ));
+        // A sentence that introduces the pasted error.
+        assert!(!mention(
+            "Training ran for two hours on the cluster and then stopped with the following error: `CUDA error: out of memory` on rank three.",
+            "out of memory"
+        ));
+        // Log text: its prefix has no plain words.
+        assert!(!mention(
+            "[2024-01-01 10:00:00,123][ERROR][train.py:42] step=5 \"CUDA error: out of memory\"",
+            "out of memory"
+        ));
+        // Outside a quotation the literal is as the program printed it.
+        assert!(!mention(
+            "Once any earlier kernel faults with misaligned address, every later call returns the same error.",
+            "misaligned address"
+        ));
+    }
+
+    #[test]
+    fn code_spans_pair_runs_of_equal_length() {
+        let l = "a `x` b ``y`z`` c `unclosed";
+        let s: Vec<&str> = code_spans(l).into_iter().map(|r| &l[r]).collect();
+        assert_eq!(s, vec!["x", "y`z"]);
+        assert!(code_spans("no spans").is_empty());
+        assert!(code_spans("```").is_empty());
+    }
+
+    proptest::proptest! {
+        /// Any text: no panic, and a line without quotation marks is never a mention.
+        #[test]
+        fn never_panics(
+            line in "\\PC{0,200}|([a-zA-Z]{1,6}|`{1,3}|\"|\u{201c}|\u{201d}| |: ){0,60}",
+            a in 0usize..200,
+            n in 0usize..40,
+        ) {
+            let a = line.char_indices().map(|(i, _)| i).find(|&i| i >= a).unwrap_or(line.len());
+            let e = line.char_indices().map(|(i, _)| i).find(|&i| i >= a + n).unwrap_or(line.len());
+            let r = a..e;
+            let h = [r];
+            let _ = names_error_in_passing(&line, &h);
+            if !line.contains(['`', '"', '\u{201c}']) {
+                proptest::prop_assert!(!names_error_in_passing(&line, &h));
+            }
+        }
+    }
+}

@@ -296,8 +296,8 @@ fn fresh2_set_scores() {
     score("fresh2");
 }
 
-/// Round four's set, collected by someone who had not read the rules, before the round's rule
-/// changes were scored, and scored once after them.
+/// Round four's set, collected by someone who had not read the rules and scored once after the
+/// round's first rule changes; spent since (its misses were read for the rest of the round).
 #[test]
 fn fresh3_set_scores() {
     score("fresh3");

@@ -747,6 +747,13 @@ mod tests {
             // NCCL src/transport/net_ib.cc, printed without the NCCL WARN prefix.
             ("NET/IB : Got completion from peer 10.1.1.2<39437> with error 12, opcode 0, len 0, vendor err 129 (Send)", Kind::NcclError, "nccl_ib_completion_error"),
             ("NET/IB : Got completion with error 12, opcode 1, len 32614, vendor err 129", Kind::NcclError, "nccl_ib_completion_error"),
+            // ProcessGroupNCCL.cpp after a timed-out collective; ncclGetErrorString (src/init.cc).
+            ("[E ProcessGroupNCCL.cpp:475] [Rank 1] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.", Kind::NcclError, "nccl_watchdog_timeout"),
+            ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, invalid argument (run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3", Kind::NcclError, "nccl_invalid_argument"),
+            // NCCL's socket layer without an NCCL tag on the line (src/misc/socket.cc).
+            ("node01 [0] include/socket.h:185 WARN Call to connect failed : Connection refused", Kind::NcclError, "nccl_connection_refused"),
+            ("socketPollConnect: connect to 10.0.0.2<52597> returned Connection refused", Kind::NcclError, "nccl_connection_refused"),
+            ("node01:1:2 [1] misc/socket.cc:518 NCCL WARN Net : Call to recv from 10.0.0.2<58355> failed : Broken pipe", Kind::NcclError, "nccl_remote_error"),
             // A bare cudaError name in a C++ terminate block (thrust's system_error what()).
             ("  what():  parallel_for failed: cudaErrorLaunchFailure: unspecified launch failure", Kind::CudaError, "unspecified_launch_failure"),
             ("  what():  cudaErrorIllegalAddress", Kind::CudaError, "illegal_memory_access"),
@@ -796,6 +803,10 @@ mod tests {
             // (sglang/srt/model_executor/model_runner.py).
             ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.", Kind::Oom, "cuda_oom"),
             ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.", Kind::Oom, "cuda_oom"),
+            // TensorFlow's BLAS and convolution ops (tensorflow/core/kernels/matmul_op*.cc,
+            // conv_ops*.cc).
+            ("tensorflow.python.framework.errors_impl.InternalError: Blas GEMM launch failed : a.shape=(100, 784), b.shape=(784, 10), m=100, n=10, k=784", Kind::CudaError, "cublas_execution_failed"),
+            ("tensorflow.python.framework.errors_impl.UnknownError: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize, so try looking to see if a warning log message was printed above.", Kind::CudaError, "cudnn_not_initialized"),
             // Lua Torch cutorch (lib/THC/THCGeneral.c) and its PyTorch THC successor.
             ("THCudaCheck FAIL file=/tmp/luarocks_cutorch-scm-1-1234/cutorch/lib/THC/generic/THCStorage.cu line=66 error=2 : out of memory", Kind::Oom, "cuda_oom"),
             ("RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/generic/THCStorage.cu:58", Kind::Oom, "cuda_oom"),

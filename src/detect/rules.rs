@@ -360,7 +360,15 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     },
     HeadlineRule {
         name: "cublas_execution_failed",
-        literals: &["CUBLAS_STATUS_EXECUTION_FAILED"],
+        literals: &[
+            "CUBLAS_STATUS_EXECUTION_FAILED",
+            // TensorFlow's matmul/BLAS ops when the cuBLAS call fails: "Blas GEMM launch failed :
+            // a.shape=…", "Blas xGEMMBatched launch failed", "Blas GEMV launch failed"
+            // (tensorflow/core/kernels/matmul_op*.cc).
+            "GEMM launch failed",
+            "GEMMBatched launch failed",
+            "GEMV launch failed",
+        ],
         kind: Kind::CudaError,
         category: "cublas_execution_failed",
         blame: Blame::Unknown,
@@ -481,7 +489,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // TensorFlow prints "Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED"
         // (stream_executor/cuda/cuda_dnn.cc) when the GPU is out of memory at start-up.
         name: "cudnn_not_initialized",
-        literals: &["CUDNN_STATUS_NOT_INITIALIZED"],
+        literals: &[
+            "CUDNN_STATUS_NOT_INITIALIZED",
+            // TensorFlow 2's convolution ops: "Failed to get convolution algorithm. This is
+            // probably because cuDNN failed to initialize, …" (tensorflow/core/kernels/conv_ops*).
+            "cuDNN failed to initialize",
+        ],
         kind: Kind::CudaError,
         category: "cudnn_not_initialized",
         blame: Blame::Application,
@@ -673,6 +686,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         name: "nccl_watchdog_timeout",
         literals: &[
             "Watchdog caught collective operation timeout",
+            // ProcessGroupNCCL's line after a timed-out collective: "Some NCCL operations have
+            // failed or timed out. Due to the asynchronous nature of CUDA kernels, …".
+            "Some NCCL operations have failed or timed out",
             "watchdog detected a collective timeout",
             // The message's core again, apart: a hard wrap inside "Watchdog" still leaves an
             // anchor on the other piece (ProcessGroupNCCL.cpp, WorkNCCL::checkTimeout).
@@ -758,6 +774,23 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         blame: Blame::Application,
         hint: "NCCL was called incorrectly (e.g. two ranks on one GPU, mismatched collectives): \
                check device assignment per rank.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // `ncclInvalidArgument`, "invalid argument (run with NCCL_DEBUG=WARN for details)"
+        // (ncclGetErrorString, src/init.cc).
+        name: "nccl_invalid_argument",
+        literals: &[
+            "ncclInvalidArgument",
+            "invalid argument (run with NCCL_DEBUG",
+        ],
+        kind: Kind::NcclError,
+        category: "nccl_invalid_argument",
+        blame: Blame::Application,
+        hint: "NCCL rejected an argument (a buffer on the wrong device, a count or datatype that \
+               differs between ranks): rerun with NCCL_DEBUG=WARN to see which.",
         priority: HIGH,
         requires_any: &[],
         refines: &[],

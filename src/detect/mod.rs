@@ -9,6 +9,7 @@
 //! precedence order.
 
 pub mod elastic;
+pub mod gate;
 pub mod kernel_assert;
 pub mod numeric;
 pub mod prose;
@@ -20,158 +21,9 @@ pub mod xid_catalog;
 
 use crate::model::{Blame, Evidence, Kind};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+pub use gate::{derive_gate, ORDINARY_LINES};
 use regex::Regex;
 use rules::{CONTINUATION_LITERALS, HEADLINE_RULES, NUMERIC_LITERALS, SUMMARY_LITERALS};
-
-/// Everyday lines of training jobs that must never pass the gate: a gate anchor that occurs in
-/// one of these would send a large share of ordinary lines to inspection. The anchors are chosen
-/// so that none of them occurs here (unless a literal leaves no other choice), and a test keeps
-/// every line here outside the gate.
-pub const ORDINARY_LINES: &[&str] = &[
-    "Epoch 3:  45%|#####     | 450/1000 [01:23<01:42,  5.36it/s, loss=0.4211, v_num=0]",
-    "step 412 loss 1.2345 lr 3.0e-04 grad_norm 0.512 tokens/s 123456",
-    "[2026-12-02 10:00:01,123][INFO][trainer.py:412] saving checkpoint to /ckpt/step_412.pt",
-    "{'loss': 0.4211, 'grad_norm': 0.512, 'learning_rate': 2.9e-05, 'epoch': 3.45}",
-    "[rank3]:[W1202 10:00:01.123456 ProcessGroupNCCL.cpp:1234] Warning: using default stream",
-    "cuda available: True, device count: 8, using device cuda:3",
-    "node01:1234:1234 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>",
-    "node01:1234:1234 [0] NCCL INFO Channel 00/32 :    0   1   2   3   4   5   6   7",
-    "INFO 12-02 10:00:01 metrics.py:351] Avg prompt throughput: 0.0 tokens/s, Running: 1 reqs",
-    "2026-12-02 10:00:01.123456: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1635] \
-     Created device /job:localhost/replica:0/task:0/device:GPU:0 with 78000 MB memory",
-    "Downloading data files for split train: 100%|##########| 4/4 [00:05<00:00,  1.31s/it]",
-    "Some weights of the model checkpoint at bert-base-uncased were not used when initializing \
-     BertModel: this is expected if you are initializing it from a model trained on another task",
-    "Waiting for the other ranks to reach the barrier; this can take a while on the first step",
-    "1875/1875 [==============================] - 5s 3ms/step - loss: 0.2983 - accuracy: 0.9134",
-    "| epoch 001:    100 / 1000 loss=2.301, nll_loss=1.2, ppl=2.3, wps=12345, ups=3.1, lr=0.0005",
-    "[2026-12-02 10:00:01] iteration      100/  500000 | consumed samples: 25600 | \
-     elapsed time per iteration (ms): 812.3 | learning rate: 1.5E-04 | lm loss: 7.4E+00 | \
-     loss scale: 65536.0 | grad norm: 1.234 | number of skipped iterations:   0 |",
-];
-
-/// Least [`quality`] of an anchor.
-const QUALITY_MIN: usize = 3;
-/// Quality above this earns no more weight against coverage.
-const QUALITY_CAP: usize = 10;
-/// Shortest gate anchor. The SIMD searcher fingerprints every anchor on as many leading bytes as
-/// the shortest one has (at most four): one 3-byte anchor makes every candidate check weaker, and
-/// on the benchmark log a gate of ~45 four-byte anchors runs faster than one of ~35 with a few
-/// three-byte ones.
-const ANCHOR_MIN: usize = 4;
-/// Longest anchor considered.
-const ANCHOR_MAX: usize = 8;
-
-/// How unlikely `c` is in ordinary text: letters and spaces are everywhere in logs, other bytes
-/// (capitals, digits, punctuation) much less so, and longer strings are rarer.
-fn quality(c: &str) -> usize {
-    let rare = c
-        .bytes()
-        .filter(|b| !(b.is_ascii_lowercase() || *b == b' '))
-        .count();
-    let q = 2 * rare + c.len();
-    // The SIMD searcher finds candidates by an anchor's first ANCHOR_MIN bytes and only then
-    // compares the rest: an anchor that starts like ordinary text ("ning" of "Warning") costs a
-    // comparison in many ordinary lines, however rare its tail.
-    if ORDINARY_LINES
-        .iter()
-        .any(|o| o.contains(&c[..c.len().min(ANCHOR_MIN)]))
-    {
-        q.saturating_sub(FINGERPRINT_PENALTY)
-    } else {
-        q
-    }
-}
-
-/// Quality lost by an anchor whose first bytes occur in an [`ORDINARY_LINES`] line.
-const FINGERPRINT_PENALTY: usize = 6;
-
-/// Derives the gate's anchors from the opener literals: few short substrings such that every
-/// literal contains one, none of which occurs in an [`ORDINARY_LINES`] line (unless a literal
-/// leaves no other choice), preferring substrings shared by many literals and made of rarer
-/// bytes. A greedy weighted set cover: few anchors keep the gate in the fast packed SIMD searcher
-/// with few false candidates, and since a gate hit that no detail literal confirms costs one
-/// line's inspection and nothing more, an anchor may be short.
-///
-/// A literal that a hard wrap cuts in two passes the gate on the side that keeps its anchor; the
-/// scanner then joins the pieces (see `sources::stream`).
-pub fn derive_gate(openers: &[String]) -> Vec<String> {
-    // The literals ("slots") that must each contain an anchor.
-    let mut slots: Vec<&str> = openers.iter().map(String::as_str).collect();
-    slots.sort_unstable();
-    slots.dedup();
-    let ordinary = |c: &str| ORDINARY_LINES.iter().any(|o| o.contains(c));
-    // Candidate anchors: every substring of ANCHOR_MIN..=ANCHOR_MAX bytes of every slot (the
-    // slot itself when shorter), not found in ordinary lines when the slot allows it.
-    let mut cands: Vec<&str> = Vec::new();
-    for s in &slots {
-        let mut own: Vec<&str> = Vec::new();
-        if s.len() <= ANCHOR_MIN {
-            own.push(s);
-        } else {
-            for i in 0..s.len() {
-                for n in ANCHOR_MIN..=ANCHOR_MAX {
-                    if let Some(c) = s.get(i..i + n) {
-                        own.push(c);
-                    }
-                }
-            }
-        }
-        let clean: Vec<&str> = own.iter().copied().filter(|c| !ordinary(c)).collect();
-        cands.extend(if clean.is_empty() { vec![*s] } else { clean });
-    }
-    cands.sort_unstable();
-    cands.dedup();
-    let covers: Vec<Vec<usize>> = cands
-        .iter()
-        .map(|c| {
-            slots
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.contains(c))
-                .map(|(i, _)| i)
-                .collect()
-        })
-        .collect();
-    let mut covered = vec![false; slots.len()];
-    let mut chosen: Vec<String> = Vec::new();
-    // Greedy: the candidate that covers the most uncovered literals, weighted by how rare it is
-    // (capped, so that a long unique string does not beat a short shared one).
-    // Each candidate's quality, once (it searches the ordinary lines); unacceptable ones out.
-    let scored: Vec<(&str, &Vec<usize>, usize)> = cands
-        .iter()
-        .zip(&covers)
-        .map(|(c, cov)| (*c, cov, quality(c)))
-        .filter(|(_, _, q)| *q >= QUALITY_MIN)
-        .collect();
-    loop {
-        let best = scored
-            .iter()
-            .map(|(c, cov, q)| (cov.iter().filter(|&&i| !covered[i]).count(), c, cov, *q))
-            .filter(|(gain, ..)| *gain > 0)
-            .max_by(|a, b| {
-                let key =
-                    |x: &(usize, &&str, &&Vec<usize>, usize)| (x.0 * x.3.min(QUALITY_CAP), x.3);
-                key(a).cmp(&key(b)).then_with(|| b.1.cmp(a.1))
-            });
-        let Some((_, c, cov, _)) = best else { break };
-        for &i in cov.iter() {
-            covered[i] = true;
-        }
-        chosen.push((*c).to_owned());
-    }
-    // A literal no acceptable candidate covers is its own anchor.
-    for (i, s) in slots.iter().enumerate() {
-        if !covered[i] {
-            chosen.push((*s).to_owned());
-        }
-    }
-    // An anchor that contains another one adds nothing.
-    let all = chosen.clone();
-    chosen.retain(|a| !all.iter().any(|b| b != a && a.contains(b.as_str())));
-    chosen.sort();
-    chosen
-}
 
 /// A rule from the configuration's `rules:` list.
 #[derive(Debug, Clone)]
@@ -669,7 +521,7 @@ mod tests {
         // back to a much slower automaton.
         assert!(d.gate_literals().len() <= 58, "{:?}", d.gate_literals());
         for a in d.gate_literals() {
-            assert!(a.len() >= ANCHOR_MIN, "{a:?}");
+            assert!(a.len() >= gate::ANCHOR_MIN, "{a:?}");
         }
     }
 

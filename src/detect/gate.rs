@@ -161,6 +161,12 @@ fn teddy_buckets(n: usize) -> usize {
     }
 }
 
+/// The bucket the searcher gives the anchor at position `i` of `nb` buckets (unless it joins an
+/// earlier anchor's, see [`teddy_assignment`]).
+fn bucket_of_position(i: usize, nb: usize) -> usize {
+    nb - 1 - i % nb
+}
+
 /// The 4-byte windows of the ordinary lines with how often each occurs, the model of everyday text
 /// the ordering is tuned on. Numbers vary from line to line, so every line also counts with each
 /// of its digits shifted by 1..=9.
@@ -254,7 +260,7 @@ fn teddy_assignment(order: &[String]) -> Vec<Vec<&str>> {
         let b = match seen.iter().find(|(l, _)| *l == lonybs) {
             Some((_, b)) => *b,
             None => {
-                let b = nb - 1 - i % nb;
+                let b = bucket_of_position(i, nb);
                 seen.push((lonybs, b));
                 b
             }
@@ -315,10 +321,10 @@ fn order_for_teddy(sorted: Vec<String>) -> Vec<String> {
         .into_iter()
         .filter(|(w, _)| union.passes(w))
         .collect();
-    // Units per bucket as positions 0..h give them: position i feeds bucket nb - 1 - i % nb.
+    // Units per bucket as positions 0..h give them.
     let mut cap = vec![0usize; nb];
     for i in 0..h {
-        cap[nb - 1 - i % nb] += 1;
+        cap[bucket_of_position(i, nb)] += 1;
     }
     let cost_of =
         |us: &[usize]| bucket_cost(us.iter().flat_map(|&u| units[u].iter().copied()), &windows);
@@ -372,7 +378,7 @@ fn order_for_teddy(sorted: Vec<String>) -> Vec<String> {
     let mut order: Vec<String> = Vec::with_capacity(n);
     let mut rest: Vec<String> = Vec::new();
     for i in 0..h {
-        let b = nb - 1 - i % nb;
+        let b = bucket_of_position(i, nb);
         let Some(&u) = buckets[b].get(next[b]) else {
             return sorted;
         };

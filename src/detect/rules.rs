@@ -1070,7 +1070,7 @@ mod tests {
     #[test]
     fn every_literal_is_long_enough_for_the_prefilter() {
         for r in HEADLINE_RULES {
-            for l in r.literals {
+            for l in r.literals.iter().chain(r.refines) {
                 assert!(l.len() >= 4, "{}: {l:?}", r.name);
             }
         }

@@ -8,6 +8,7 @@
 //! detailed literal on that line and runs the regexes of the families they belong to, in a fixed
 //! precedence order.
 
+pub mod cuda_catalog;
 pub mod elastic;
 pub mod gate;
 pub mod kernel_assert;
@@ -358,6 +359,11 @@ impl DetectorSet {
             })
             .max_by_key(|r| r.priority);
         if let Some(r) = best {
+            if r.kind == Kind::CudaError && r.category == "unknown" {
+                if let Some(e) = refine_generic(line, r) {
+                    return Some(e);
+                }
+            }
             return Some(Evidence::Headline {
                 kind: r.kind,
                 category: r.category.into(),
@@ -394,6 +400,33 @@ impl DetectorSet {
         }
         None
     }
+}
+
+/// The family a generic CUDA row's line names more precisely, from the CUDA error catalog: an
+/// error's name, message or a framework's wording of it, or a math library's status.
+fn refine_generic(line: &str, generic: &rules::HeadlineRule) -> Option<Evidence> {
+    let (kind, category, blame, hint) = match cuda_catalog::refine(line)? {
+        cuda_catalog::Refined::Error(e) => {
+            // A family a headline row owns takes the row's hint.
+            let hint = e.hint.or_else(|| {
+                HEADLINE_RULES
+                    .iter()
+                    .find(|r| r.kind == e.kind && r.category == e.category)
+                    .map(|r| r.hint)
+            })?;
+            (e.kind, e.category.into(), e.blame, hint)
+        }
+        cuda_catalog::Refined::LibraryStatus(c) => {
+            (Kind::CudaError, c.into(), generic.blame, generic.hint)
+        }
+    };
+    Some(Evidence::Headline {
+        kind,
+        category,
+        blame,
+        hint: hint.into(),
+        rule: "cuda_catalog".into(),
+    })
 }
 
 fn flag(o: Owner) -> u16 {
@@ -640,7 +673,7 @@ mod tests {
             ("Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 3.06 MiB is free. Including non-PyTorch memory, this process has 79.14 GiB memory in use.", Kind::Oom, "cuda_oom"),
             ("Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity; 12.01 GiB already allocated; 1.50 GiB free; 13.00 GiB reserved in total by PyTorch)", Kind::Oom, "cuda_oom"),
             ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: Failed to execute XLA Runtime executable: run time error: custom call 'xla.gpu.func.launch' failed: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered", Kind::CudaError, "illegal_memory_access"),
-            ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA_ERROR_NOT_INITIALIZED", Kind::CudaError, "unknown"),
+            ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA_ERROR_NOT_INITIALIZED", Kind::CudaError, "initialization_error"),
             // vLLM (vllm/worker/worker.py, v1/core/kv_cache_utils.py) and SGLang
             // (sglang/srt/model_executor/model_runner.py).
             ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.", Kind::Oom, "cuda_oom"),
@@ -654,7 +687,7 @@ mod tests {
             ("RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/generic/THCStorage.cu:58", Kind::Oom, "cuda_oom"),
             ("RuntimeError: cuda runtime error (77) : an illegal memory access was encountered at /pytorch/aten/src/THC/THCCachingHostAllocator.cpp:265", Kind::CudaError, "illegal_memory_access"),
             ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingHostAllocator.cpp line=265 error=59 : device-side assert triggered", Kind::DeviceAssert, "unknown"),
-            ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=8 : invalid device function", Kind::CudaError, "unknown"),
+            ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=8 : invalid device function", Kind::CudaError, "invalid_device_function"),
         ] {
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
         }

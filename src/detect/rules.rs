@@ -558,12 +558,23 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // Any other status of the cuBLAS `cublasStatus_t` / cuDNN `cudnnStatus_t` enums, as
         // PyTorch, TensorFlow and JAX print them.
         name: "cuda_library_status",
-        literals: &["CUBLAS_STATUS_", "CUDNN_STATUS_"],
+        literals: &[
+            "CUBLAS_STATUS_",
+            "CUDNN_STATUS_",
+            // cuSOLVER, cuSPARSE and cuRAND statuses (`cusolverStatus_t`, `cusparseStatus_t`,
+            // `curandStatus_t`), and PyTorch's cuFFT check ("cuFFT error: CUFFT_INTERNAL_ERROR",
+            // aten/src/ATen/native/cuda/CuFFTUtils.h). `detect::cuda_catalog` names the family.
+            "CUSOLVER_STATUS_",
+            "CUSPARSE_STATUS_",
+            "CURAND_STATUS_",
+            "cuFFT error",
+        ],
         kind: Kind::CudaError,
         category: "unknown",
         blame: Blame::Unknown,
-        hint: "A cuBLAS/cuDNN call failed: replay the step with CUDA_LAUNCH_BLOCKING=1 and check \
-               the inputs' shapes and dtypes and the GPU's memory.",
+        hint: "A CUDA math library call (cuBLAS, cuDNN, cuSOLVER, cuSPARSE, cuRAND, cuFFT) \
+               failed: replay the step with CUDA_LAUNCH_BLOCKING=1 and check the inputs' shapes \
+               and dtypes and the GPU's memory.",
         priority: GENERIC,
         requires_any: &[],
         refines: &[],
@@ -672,6 +683,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // with a family are refined by their rows, the rest (stack overflows, invalid PC or
             // address space, CUDA_EXCEPTION_0 "Device Unknown Exception") stay generic.
             "CUDA_EXCEPTION_",
+            // Frameworks' own sentences for CUDA errors (`cuda_catalog::FRAMEWORK_WORDINGS`).
+            "No CUDA GPUs are available",
+            "CUDA driver initialization failed",
+            "CUDA unknown error - this may be due to",
         ],
         kind: Kind::CudaError,
         category: "unknown",

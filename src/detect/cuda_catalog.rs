@@ -1,0 +1,320 @@
+//! The CUDA error catalog, built into the binary: an error's name or message → its family.
+//!
+//! `cuda_errors.tsv` lists the CUDA runtime's `cudaError_t` values with the driver API's
+//! `CUresult` twin where there is one, the text `cudaGetErrorString` / `cuGetErrorString` return
+//! for them, and this project's family, blame and hint. Codes, names and meanings are NVIDIA's
+//! (CUDA Runtime API, "Data types used by CUDA Runtime", enum `cudaError`; CUDA Driver API, enum
+//! `CUresult`); the families and hints are this project's reading of them. A hint of `-` means a
+//! headline row of `detect::rules` owns the family and its hint.
+//!
+//! The catalog names no gate anchors of its own. It refines a line that a generic CUDA row
+//! (`CUDA error: `, `cuda runtime error (`, `cudaError…`, `CUDA_ERROR_…`, `THCudaCheck FAIL`, glog's
+//! `== cudaSuccess (`) already brought to inspection, so that every value of the enum — not only
+//! the ones reports have shown so far — gets its own family instead of `unknown`. Status names of
+//! the CUDA math libraries (`CUBLAS_STATUS_…`, `CUDNN_STATUS_…`, `CUSOLVER_STATUS_…`,
+//! `CUSPARSE_STATUS_…`, `CURAND_STATUS_…`, cuFFT's `CUFFT_…`) are refined the same way, by a rule
+//! rather than a list: the library and the status, lower-cased (`cusolver_execution_failed`).
+
+use crate::model::{Blame, Kind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use std::sync::OnceLock;
+
+const TSV: &str = include_str!("cuda_errors.tsv");
+
+/// One value of the CUDA error enums.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CudaError {
+    pub code: u32,
+    /// `cudaError…` (runtime API).
+    pub runtime_name: &'static str,
+    /// `CUDA_ERROR_…` (driver API), when the driver API has the same error.
+    pub driver_name: Option<&'static str>,
+    /// What `cudaGetErrorString` returns.
+    pub message: &'static str,
+    pub kind: Kind,
+    pub category: &'static str,
+    pub blame: Blame,
+    /// `None` where a headline row owns the family (its hint applies).
+    pub hint: Option<&'static str>,
+}
+
+/// Frameworks' own sentences for some of the same errors, matched like the runtime's messages.
+/// PyTorch: c10/cuda/CUDAFunctions.cpp (`device_count_impl`, the `cudaErrorNoDevice`,
+/// `cudaErrorUnknown` and `cudaErrorInitializationError` branches). Each is also a literal of the
+/// generic CUDA row, so that it opens an incident.
+pub const FRAMEWORK_WORDINGS: &[(&str, &str)] = &[
+    ("No CUDA GPUs are available", "cudaErrorNoDevice"),
+    (
+        "CUDA driver initialization failed",
+        "cudaErrorInitializationError",
+    ),
+    (
+        "CUDA unknown error - this may be due to",
+        "cudaErrorUnknown",
+    ),
+];
+
+/// Libraries whose status names refine a generic line, with the prefix their names carry.
+const LIBRARY_STATUS_PREFIXES: [(&str, &str); 6] = [
+    ("CUBLAS_STATUS_", "cublas_"),
+    ("CUDNN_STATUS_", "cudnn_"),
+    ("CUSOLVER_STATUS_", "cusolver_"),
+    ("CUSPARSE_STATUS_", "cusparse_"),
+    ("CURAND_STATUS_", "curand_"),
+    ("CUFFT_", "cufft_"),
+];
+
+struct Catalog {
+    errors: Vec<CudaError>,
+    /// Names, messages and framework wordings; pattern `i` belongs to `owner[i]`.
+    needles: AhoCorasick,
+    owner: Vec<usize>,
+}
+
+/// The catalog's rows, parsed once.
+pub fn errors() -> &'static [CudaError] {
+    &catalog().errors
+}
+
+fn catalog() -> &'static Catalog {
+    static C: OnceLock<Catalog> = OnceLock::new();
+    C.get_or_init(|| {
+        let errors: Vec<CudaError> = TSV.lines().skip(1).filter_map(parse_row).collect();
+        let mut pats: Vec<&str> = Vec::new();
+        let mut owner = Vec::new();
+        for (i, e) in errors.iter().enumerate() {
+            for p in [Some(e.runtime_name), e.driver_name, Some(e.message)]
+                .into_iter()
+                .flatten()
+            {
+                pats.push(p);
+                owner.push(i);
+            }
+        }
+        for (wording, name) in FRAMEWORK_WORDINGS {
+            if let Some(i) = errors.iter().position(|e| e.runtime_name == *name) {
+                pats.push(wording);
+                owner.push(i);
+            }
+        }
+        // Leftmost-longest: `cudaErrorInvalidDeviceFunction` rather than its prefix
+        // `cudaErrorInvalidDevice`, "operation not permitted when stream is capturing" rather
+        // than "operation not permitted".
+        let needles = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&pats);
+        match needles {
+            Ok(needles) => Catalog {
+                errors,
+                needles,
+                owner,
+            },
+            // The table is static and its test builds it; an automaton over it cannot fail.
+            Err(e) => unreachable!("CUDA error catalog automaton: {e}"),
+        }
+    })
+}
+
+fn parse_row(line: &'static str) -> Option<CudaError> {
+    let f: Vec<&'static str> = line.split('\t').collect();
+    let [code, runtime_name, driver_name, message, kind, category, blame, hint] = f[..] else {
+        return None;
+    };
+    Some(CudaError {
+        code: code.parse().ok()?,
+        runtime_name,
+        driver_name: (!driver_name.is_empty()).then_some(driver_name),
+        message,
+        kind: Kind::parse(kind)?,
+        category,
+        blame: Blame::parse(blame)?,
+        hint: (hint != "-").then_some(hint),
+    })
+}
+
+/// What a generic CUDA line says more precisely.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refined {
+    /// A value of the CUDA error enums, by name, message or a framework's wording of it.
+    Error(&'static CudaError),
+    /// A math library's status (`cusolver_execution_failed`).
+    LibraryStatus(String),
+}
+
+/// The most specific CUDA error `line` names: the longest catalog name or message on it, else
+/// a math library's status name.
+pub fn refine(line: &str) -> Option<Refined> {
+    let c = catalog();
+    let best = c
+        .needles
+        .find_iter(line)
+        .filter(|m| word_bounded(line, m.start(), m.end()))
+        .max_by_key(|m| m.len());
+    if let Some(m) = best {
+        return Some(Refined::Error(&c.errors[c.owner[m.pattern().as_usize()]]));
+    }
+    library_status(line).map(Refined::LibraryStatus)
+}
+
+/// The category for a math library's status name on `line` (`CUSOLVER_STATUS_INTERNAL_ERROR` →
+/// `cusolver_internal_error`); the status must be at least two letters after the prefix.
+pub fn library_status(line: &str) -> Option<String> {
+    for (prefix, family) in LIBRARY_STATUS_PREFIXES {
+        for (at, _) in line.match_indices(prefix) {
+            if !word_bounded(line, at, at) {
+                continue;
+            }
+            let rest = &line[at + prefix.len()..];
+            let len = rest
+                .bytes()
+                .take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
+                .count();
+            let status = rest[..len].trim_end_matches('_');
+            if status.len() >= 2 && status.bytes().any(|b| b.is_ascii_uppercase()) {
+                return Some(format!("{family}{}", status.to_ascii_lowercase()));
+            }
+        }
+    }
+    None
+}
+
+/// Is `line[start..end]` not glued to a neighbouring identifier character? (A message inside a
+/// longer word, `cudaErrorInvalidValue` inside `cudaErrorInvalidValueX`, does not count.)
+fn word_bounded(line: &str, start: usize, end: usize) -> bool {
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let before = start == 0 || !ident(line.as_bytes()[start - 1]);
+    let after = end == start || end >= line.len() || !ident(line.as_bytes()[end]);
+    before && after
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::rules::HEADLINE_RULES;
+    use std::collections::HashSet;
+
+    #[test]
+    fn every_row_parses() {
+        let rows = TSV.lines().skip(1).count();
+        assert_eq!(
+            errors().len(),
+            rows,
+            "a row of cuda_errors.tsv does not parse"
+        );
+        assert!(rows >= 60);
+    }
+
+    #[test]
+    fn names_and_codes_are_unique_and_well_formed() {
+        let mut codes = HashSet::new();
+        let mut names = HashSet::new();
+        for e in errors() {
+            assert!(codes.insert(e.code), "{}", e.code);
+            assert!(names.insert(e.runtime_name), "{}", e.runtime_name);
+            assert!(
+                e.runtime_name.starts_with("cudaError"),
+                "{}",
+                e.runtime_name
+            );
+            if let Some(d) = e.driver_name {
+                assert!(d.starts_with("CUDA_ERROR_") && names.insert(d), "{d}");
+            }
+            assert!(!e.message.is_empty() && e.message.trim() == e.message);
+            assert!(
+                e.category
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                "{}",
+                e.category
+            );
+        }
+        for (wording, name) in FRAMEWORK_WORDINGS {
+            assert!(names.contains(name), "{name}");
+            assert!(
+                HEADLINE_RULES.iter().any(|r| r.literals.contains(wording)),
+                "{wording} opens nothing"
+            );
+        }
+    }
+
+    /// Where a headline row keys on an error's name or message, the row and the catalog agree on
+    /// the family, and a family without a row of its own carries its own hint.
+    #[test]
+    fn catalog_agrees_with_the_headline_rows() {
+        for e in errors() {
+            let owners: Vec<_> = HEADLINE_RULES
+                .iter()
+                .filter(|r| r.priority > 10)
+                .filter(|r| {
+                    r.literals.iter().chain(r.refines).any(|l| {
+                        l == &e.runtime_name || Some(*l) == e.driver_name || e.message.contains(l)
+                    })
+                })
+                .collect();
+            for r in &owners {
+                assert_eq!(
+                    (r.kind, r.category),
+                    (e.kind, e.category),
+                    "row {} and {}",
+                    r.name,
+                    e.runtime_name
+                );
+            }
+            let owned = HEADLINE_RULES
+                .iter()
+                .any(|r| r.category == e.category && r.kind == e.kind);
+            assert_eq!(
+                e.hint.is_none(),
+                owned,
+                "{}: hint `-` only for a row's family",
+                e.runtime_name
+            );
+        }
+    }
+
+    fn category(line: &str) -> Option<String> {
+        match refine(line)? {
+            Refined::Error(e) => Some(e.category.to_owned()),
+            Refined::LibraryStatus(s) => Some(s),
+        }
+    }
+
+    #[test]
+    fn refines_names_messages_and_wordings() {
+        for (line, want) in [
+            // The runtime's message after PyTorch's prefix, cutorch's and Caffe's.
+            ("RuntimeError: CUDA error: invalid device function", "invalid_device_function"),
+            ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=8 : invalid device function", "invalid_device_function"),
+            ("Check failed: error == cudaSuccess (100 vs. 0)  no CUDA-capable device is detected", "no_cuda_device"),
+            ("RuntimeError: CUDA error: invalid device ordinal", "invalid_device_ordinal"),
+            ("RuntimeError: CUDA error: system not yet initialized", "system_not_ready"),
+            ("RuntimeError: CUDA error: operation not permitted when stream is capturing", "stream_capture_unsupported"),
+            ("RuntimeError: CUDA error: operation not permitted", "not_permitted"),
+            ("RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.", "unsupported_ptx_version"),
+            // Names, longest first.
+            ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA_ERROR_INVALID_HANDLE", "invalid_resource_handle"),
+            ("what():  cudaErrorInvalidDeviceFunction: invalid device function", "invalid_device_function"),
+            ("cudaErrorInvalidDevice: invalid device ordinal", "invalid_device_ordinal"),
+            ("RuntimeError: No CUDA GPUs are available", "no_cuda_device"),
+            ("UserWarning: CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program start.", "unknown_error"),
+            ("RuntimeError: cusolver error: CUSOLVER_STATUS_EXECUTION_FAILED, when calling `cusolverDnSgetrf( handle, m, n, dA, ldda, static_cast<float*>(dataPtr.get()), ipiv, info)`", "cusolver_execution_failed"),
+            ("RuntimeError: cuFFT error: CUFFT_INTERNAL_ERROR", "cufft_internal_error"),
+            ("RuntimeError: CUDA error: CUBLAS_STATUS_LICENSE_ERROR", "cublas_license_error"),
+        ] {
+            assert_eq!(category(line).as_deref(), Some(want), "{line}");
+        }
+    }
+
+    #[test]
+    fn glued_or_absent_names_refine_nothing() {
+        for line in [
+            "RuntimeError: CUDA error: something new",
+            "cudaErrorInvalidValueX happened",
+            "MYCUFFT_THING",
+            "CUFFT_",
+            "CUBLAS_STATUS_",
+        ] {
+            assert_eq!(refine(line), None, "{line}");
+        }
+    }
+}

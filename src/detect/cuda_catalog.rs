@@ -272,6 +272,29 @@ mod tests {
         }
     }
 
+    /// Every family the rule table, the assertion families and this catalog can report is named
+    /// in the documentation, so users (and evaluation sets) can find its meaning.
+    #[test]
+    fn every_family_is_documented() {
+        let docs = [
+            include_str!("../../docs/detection.md"),
+            include_str!("../../docs/assert-catalog.md"),
+        ]
+        .concat();
+        let categories = HEADLINE_RULES
+            .iter()
+            .map(|r| r.category)
+            .chain(
+                crate::detect::rules::ASSERT_FAMILIES
+                    .iter()
+                    .map(|f| f.category),
+            )
+            .chain(errors().iter().map(|e| e.category));
+        for c in categories {
+            assert!(docs.contains(&format!("`{c}`")), "{c} is not in docs/");
+        }
+    }
+
     fn category(line: &str) -> Option<String> {
         match refine(line)? {
             Refined::Error(e) => Some(e.category.to_owned()),

@@ -57,7 +57,7 @@ pub fn parse_all(line: &str) -> Vec<Evidence> {
         let segment = &line[end..seg_end];
         if let Some((expr, used)) = printf_form(segment) {
             if let Some(assertion) = clean_expression(expr) {
-                out.push(evidence(&line[prefix_start..start], assertion));
+                out.extend(evidence(&line[prefix_start..start], assertion));
                 prefix_start = end + used;
                 continue;
             }
@@ -70,12 +70,17 @@ pub fn parse_all(line: &str) -> Vec<Evidence> {
         };
         let prefix = &line[prefix_start..start];
         prefix_start = end + failed + "failed".len();
-        out.push(evidence(prefix, assertion));
+        out.extend(evidence(prefix, assertion));
     }
     out
 }
 
-fn evidence(prefix: &str, assertion: String) -> Evidence {
+/// The evidence of one assertion, or `None` for an assertion of host code: glibc's `assert`
+/// prints `prog: file.h:295: function: Assertion 'expr' failed.` without the block and thread
+/// that CUDA's device `assert` always prints, from a C/C++ file that is not one of the catalog's
+/// kernel sources, with an expression the catalog does not know (LLVM inside Triton's compiler,
+/// a C++ extension's host code).
+fn evidence(prefix: &str, assertion: String) -> Option<Evidence> {
     let p = patterns();
     let file_line = p.kernel_file.captures_iter(prefix).last();
     let basename = file_line
@@ -94,19 +99,26 @@ fn evidence(prefix: &str, assertion: String) -> Evidence {
         }
         None => (None, None),
     };
-    let assertion = match assert_catalog::site_for(&assertion, basename) {
+    let site = assert_catalog::site_for(&assertion, basename);
+    let host_file = basename.is_some_and(|b| {
+        !b.ends_with(".cu") && !b.ends_with(".cuh") && !assert_catalog::is_known_file(b)
+    });
+    if block.is_none() && host_file && site.is_none() {
+        return None;
+    }
+    let assertion = match site {
         Some(site) => site.expression.to_owned(),
         None => assertion,
     };
     let (category, hint) = classify(&assertion, kernel_file.as_deref());
-    Evidence::KernelAssert {
+    Some(Evidence::KernelAssert {
         kernel_file,
         assertion,
         block,
         thread,
         category: category.into(),
         hint: hint.into(),
-    }
+    })
 }
 
 /// Byte ranges of the word "Assertion" (not "AssertionError").
@@ -253,6 +265,22 @@ fn family_hint(family: &'static str) -> (&'static str, &'static str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_code_assertions_are_not_device_asserts() {
+        // glibc's assert in LLVM inside Triton's compiler (published in triton-lang/triton#7244).
+        let host = "python: /root/.triton/llvm/llvm-a66376b0-almalinux-x64/include/llvm/ADT/SmallVector.h:295: const_reference llvm::SmallVectorTemplateCommon<long>::operator[](size_type) const [T = long]: Assertion 'idx < size()' failed.";
+        assert_eq!(parse(host), None);
+        // The same shape from a kernel source, a catalog header or with block and thread stays.
+        for device in [
+            "/pytorch/aten/src/ATen/native/cuda/Loss.cu:242: nll_loss_forward_reduce_cuda_kernel_2d: Assertion `t >= 0 && t < n_classes` failed.",
+            "/pytorch/aten/src/ATen/native/cuda/DistributionTemplates.h:591: operator(): Assertion `0 <= p4 && p4 <= 1` failed.",
+            "my_ext.cpp:12: kern: block: [0,0,0], thread: [1,0,0] Assertion `i < n` failed.",
+            "Assertion `srcIndex < srcSelectDimSize` failed.",
+        ] {
+            assert!(parse(device).is_some(), "{device}");
+        }
+    }
 
     fn get(line: &str) -> (Option<String>, String, String) {
         match parse(line) {

@@ -660,6 +660,10 @@ mod tests {
             ("F0101 10:00:00.000000 12345 syncedmem.cpp:71] Check failed: error == cudaSuccess (2 vs. 0)  out of memory", Kind::Oom, "cuda_oom"),
             ("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4096.00 MiB on device 0: cudaMalloc failed: out of memory", Kind::Oom, "cuda_oom"),
             ("CUDA error 2 at ggml-cuda.cu:6246: out of memory", Kind::Oom, "cuda_oom"),
+            // PaddlePaddle's allocator (paddle/fluid/memory/allocation).
+            ("Error Message Summary: Out of memory error on GPU 0. Cannot allocate 1.531250GB memory on GPU 0, available memory is only 416.625000MB.", Kind::Oom, "cuda_oom"),
+            // NCCL src/init.cc, two ranks on one GPU (ncclInvalidUsage).
+            ("[1,2]<stdout>:host:29880:30398 [0] init.cc:497 NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both on CUDA device 1000", Kind::NcclError, "nccl_invalid_usage"),
             // A peer's connection went away (NCCL src/misc/socket.cc, gloo tcp/pair.cc).
             ("node01:1234:5678 [0] misc/socket.cc:49 NCCL WARN socketProgressOpt: Connection closed by remote peer node02<40378>", Kind::NcclError, "nccl_remote_error"),
             ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.2]:24568", Kind::NcclError, "nccl_remote_error"),

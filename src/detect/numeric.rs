@@ -85,7 +85,7 @@ fn patterns() -> &'static Patterns {
         )
         .expect("static regex"),
         scale_metric: Regex::new(
-            r#"(?i)\bloss_scale['"]?\s{0,2}[:=]\s{0,2}([0-9][0-9.eE+-]{0,30})"#,
+            r#"(?i)\bloss_scale['"]?(?:\s{0,2}[:=]\s{0,2}|\s{1,2})([0-9][0-9.eE+-]{0,30})"#,
         )
         .expect("static regex"),
     })
@@ -108,19 +108,34 @@ const INF_HINT: &str =
     and for exploding activations (lower the learning rate, clip gradients).";
 const GRAD_HINT: &str = "The gradient norm is NaN/inf: a layer produced non-finite gradients; \
     enable anomaly detection for one step and check the learning rate and inputs.";
+const BACKWARD_HINT: &str = "Autograd's anomaly mode found NaN in a backward function's output: \
+    the traceback above it names the forward operation; look for a division by zero, sqrt/log of \
+    0 or a norm of a zero vector there, and add an epsilon.";
 const SCALE_HINT: &str = "The mixed-precision loss scale collapsed, so every step overflows: the \
     model produces non-finite gradients; check for NaN inputs, lower the learning rate, or try bf16.";
 
 /// Returns numeric evidence for a line, or `None`.
 pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     let p = patterns();
-    if line.contains("non-finite") {
-        if line.contains("loss") {
-            return Some(headline("non_finite_loss", LOSS_HINT));
-        }
-        if line.contains("norm") {
-            return Some(headline("nan_grad_norm", GRAD_HINT));
-        }
+    // The runtimes' own "non-finite" messages, not every sentence with the word: YOLOv5 and
+    // Ultralytics "WARNING: non-finite loss, ending training" (train.py), PyTorch's
+    // clip_grad_norm_ "The total norm of order 2.0 for gradients from `parameters` is
+    // non-finite, so it cannot be clipped" and its earlier FutureWarning "Non-finite norm
+    // encountered in torch.nn.utils.clip_grad_norm_" (torch/nn/utils/clip_grad.py).
+    if line.contains("non-finite loss") || line.contains("loss is non-finite") {
+        return Some(headline("non_finite_loss", LOSS_HINT));
+    }
+    if line.contains("Non-finite norm")
+        || line.contains("non-finite norm")
+        || line.contains("non-finite total norm")
+        || line.contains("is non-finite, so it cannot be clipped")
+    {
+        return Some(headline("nan_grad_norm", GRAD_HINT));
+    }
+    // Autograd's anomaly mode: "Function 'MulBackward0' returned nan values in its 0th output."
+    // (torch/csrc/autograd/engine.cpp, checked when torch.autograd.set_detect_anomaly is on).
+    if line.contains("returned nan values in its") {
+        return Some(headline("nan_in_backward", BACKWARD_HINT));
     }
     if line.contains("infinite or NaN") && line.to_ascii_lowercase().contains("loss") {
         return Some(headline("non_finite_loss", LOSS_HINT));
@@ -240,6 +255,33 @@ mod tests {
             None
         );
         assert_eq!(cat("{'loss': 0.41, 'loss_scale': 65536.0}"), None);
+        // fairseq's simple format separates key and value with a space (`| loss_scale 0.000 |`).
+        assert_eq!(
+            cat("| epoch 028 | loss 3.976 | nll_loss 2.204 | ppl 4.61 | gnorm 0.635 | clip 0.000 | oom 0.000 | loss_scale 0.000 | wall 4043").as_deref(),
+            Some("loss_scale_collapse")
+        );
+        assert_eq!(
+            cat("| epoch 003 | loss 6.1 | loss_scale 128.000 | wall 40"),
+            None
+        );
+    }
+
+    #[test]
+    fn runtime_non_finite_messages_and_not_sentences_about_them() {
+        for (line, want) in [
+            // Ultralytics YOLOv5 train.py; PyTorch torch/nn/utils/clip_grad.py (two releases).
+            ("WARNING: non-finite loss, ending training  tensor([nan, nan, 0., nan], device='cuda:0')", "non_finite_loss"),
+            ("train.py:317: FutureWarning: Non-finite norm encountered in torch.nn.utils.clip_grad_norm_; continuing anyway.", "nan_grad_norm"),
+            ("RuntimeError: The total norm of order 2.0 for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error and scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`", "nan_grad_norm"),
+            // Autograd's anomaly mode (torch/csrc/autograd/engine.cpp).
+            ("RuntimeError: Function 'MulBackward0' returned nan values in its 0th output.", "nan_in_backward"),
+        ] {
+            assert_eq!(cat(line).as_deref(), Some(want), "{line}");
+        }
+        assert_eq!(
+            cat("This warning is raised by PyTorch when it encounters non-finite gradient values during gradient clipping with torch.nn.utils.clip_grad_norm_."),
+            None
+        );
     }
 
     #[test]

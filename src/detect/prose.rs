@@ -22,6 +22,32 @@ const WORDS_BEFORE: usize = 4;
 const SENTENCE_WORDS: usize = 8;
 /// Longest quotation that is still a quoted error rather than a pasted block.
 const QUOTE_BYTES: usize = 240;
+/// Plain words for a line to be a paragraph of prose: far more than any log line, title or
+/// error message has.
+const PARAGRAPH_WORDS: usize = 30;
+
+/// Words that explain what an error is rather than tell that it happened: "this error typically
+/// signifies …", "… is usually caused by …", "… indicates …".
+fn explanation() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| {
+        Regex::new(
+            r"(?i)\b(?:typically|usually|generally|commonly|normally|mostly|signif(?:y|ies)|indicates?|means|is caused by|are caused by|refers to|such (?:an )?error)\b",
+        )
+        .expect("static regex")
+    })
+}
+
+/// What follows a quoted error in an explanation: "`X` usually happens when …", "`X` means …".
+fn explained_after() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| {
+        Regex::new(
+            r"(?i)^\W{0,3}\s*(?:(?:usually|typically|often|generally|normally|mostly|commonly)\s+)?(?:happens|means|indicates|is raised|is thrown|is caused|comes from|refers to|is a sign)\b",
+        )
+        .expect("static regex")
+    })
+}
 
 /// Someone met the error: first person with a verb of running into something, a program that
 /// crashed or failed with it, or one that printed, threw or gave it. (Explanations describe what
@@ -32,7 +58,7 @@ fn report_cue() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     R.get_or_init(|| {
         Regex::new(
-            r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,2}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|gives|gave|outputs|reports|occurs|occurred|happened)\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)",
+            r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,2}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|gives|gave|outputs|reports|occurs|occurred|happened)\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)|\b(?:in|on) my\b|\bmy (?:\w+ ){0,2}(?:job|run|training|model|code|script|program|process|setup|node|machine|server|gpu|cluster|case)s?\b",
         )
         .expect("static regex")
     })
@@ -118,8 +144,11 @@ fn words(text: &str) -> usize {
 /// Is every one of `hits` (byte ranges of headline literals in `line`) the name of an error
 /// mentioned in a sentence, rather than a report of it?
 pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
-    if hits.is_empty() || !(line.contains('`') || line.contains('"') || line.contains('\u{201c}')) {
+    if hits.is_empty() {
         return false;
+    }
+    if !(line.contains('`') || line.contains('"') || line.contains('\u{201c}')) {
+        return explained_in_a_paragraph(line, hits);
     }
     let spans = quoted_spans(line);
     let all_named = hits.iter().all(|h| {
@@ -128,7 +157,7 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
             .any(|s| s.start <= h.start && h.end <= s.end && s.len() <= QUOTE_BYTES)
     });
     if !all_named {
-        return false;
+        return explained_in_a_paragraph(line, hits);
     }
     // The prose around the spans.
     let mut outside = String::with_capacity(line.len());
@@ -141,13 +170,30 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     }
     outside.push_str(line.get(at..).unwrap_or(""));
     let first = hits.iter().map(|h| h.start).min().unwrap_or(0);
-    let before = spans
+    let span = spans
         .iter()
-        .find(|s| s.start <= first && first < s.end.max(s.start + 1))
-        .map_or(first, |s| s.start);
-    line.get(..before).map_or(0, words) >= WORDS_BEFORE
+        .find(|s| s.start <= first && first < s.end.max(s.start + 1));
+    let before = span.map_or(first, |s| s.start);
+    // A closing quote mark follows the span's end; `explained_after` skips it.
+    let explained = span
+        .and_then(|s| line.get(s.end..))
+        .is_some_and(|rest| explained_after().is_match(rest));
+    (explained || line.get(..before).map_or(0, words) >= WORDS_BEFORE)
         && words(&outside) >= SENTENCE_WORDS
         && !report_cue().is_match(&outside)
+}
+
+/// A paragraph of prose that names the error without quoting it and explains it ("developers
+/// often encounter the CUDA runtime error (59) : device-side assert triggered. This error is
+/// typically caused by …"): at least [`PARAGRAPH_WORDS`] plain words, [`WORDS_BEFORE`] of them
+/// before the first mention, an explaining word and no report cue. Log lines and titles never have
+/// that many plain words.
+fn explained_in_a_paragraph(line: &str, hits: &[Range<usize>]) -> bool {
+    let first = hits.iter().map(|h| h.start).min().unwrap_or(0);
+    words(line) >= PARAGRAPH_WORDS
+        && line.get(..first).map_or(0, words) >= WORDS_BEFORE
+        && explanation().is_match(line)
+        && !report_cue().is_match(line)
 }
 
 #[cfg(test)]
@@ -191,6 +237,29 @@ mod tests {
         assert!(mention(
             "As the programming guide notes, ``cudaErrorIllegalAddress`` leaves the context unusable, so the process has to restart.",
             "cudaErrorIllegalAddress"
+        ));
+    }
+
+    #[test]
+    fn paragraphs_and_answers_explain_errors() {
+        // Articles that explain the error without quoting it.
+        assert!(mention(
+            "While working with PyTorch and CUDA, developers may encounter several cryptic errors that can be hard to debug. One such error is the dreaded RuntimeError: CUDA Error: Device-side assert triggered. This error typically signifies a problem during the execution of a kernel on the GPU.",
+            "CUDA Error: "
+        ));
+        // An answer that quotes the error and says what it means right after it.
+        assert!(mention(
+            "Hey @someone, `ResourceExhaustedError` usually happens when there's no GPU memory available to schedule a task.",
+            "ResourceExhaustedError"
+        ));
+        // A first-person report in a paragraph stays a report.
+        assert!(!mention(
+            "Running prefill and decode in separate pools with the cache enabled at a batch of five hundred requests leads to `CUDA error: uncorrectable ECC error encountered` which blocks the GPU and in my case the node must be restarted.",
+            "uncorrectable ECC error encountered"
+        ));
+        assert!(!mention(
+            "During training of the detection model on the custom dataset with four GPUs and mixed precision and a batch of sixty four the run usually stops at the third epoch and when I look at the log it says RuntimeError: CUDA error: device-side assert triggered and nothing else.",
+            "CUDA error: "
         ));
     }
 
@@ -259,7 +328,7 @@ mod tests {
             let r = a..e;
             let h = [r];
             let _ = names_error_in_passing(&line, &h);
-            if !line.contains(['`', '"', '\u{201c}']) {
+            if !line.contains(['`', '"', '\u{201c}']) && words(&line) < PARAGRAPH_WORDS {
                 proptest::prop_assert!(!names_error_in_passing(&line, &h));
             }
         }

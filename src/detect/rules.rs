@@ -613,6 +613,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // SGLang: "Not enough memory. Please try to increase --mem-fraction-static."
             // (sglang/srt/model_executor/model_runner.py).
             "Please try to increase --mem-fraction-static",
+            // PaddlePaddle's allocator: "Out of memory error on GPU 0. Cannot allocate 1.5GB memory
+            // on GPU 0, available memory is only 416.6MB." (paddle/fluid/memory/allocation).
+            "Out of memory error on GPU",
             // Lua Torch / cutorch: "THCudaCheck FAIL file=… line=… error=2 : out of memory" and
             // "cuda runtime error (2) : out of memory" (lib/THC/THCGeneral.c).
             "error=2 : out of memory",
@@ -783,7 +786,13 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     },
     HeadlineRule {
         name: "nccl_invalid_usage",
-        literals: &["ncclInvalidUsage", "invalid usage (run with NCCL_DEBUG"],
+        literals: &[
+            "ncclInvalidUsage",
+            "invalid usage (run with NCCL_DEBUG",
+            // Two ranks on one GPU: "NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both
+            // on CUDA device 1000" (src/init.cc, which then returns ncclInvalidUsage).
+            "Duplicate GPU detected",
+        ],
         kind: Kind::NcclError,
         category: "nccl_invalid_usage",
         blame: Blame::Application,
@@ -1055,6 +1064,12 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     // A scale printed as a metric (numeric.rs's `scale_metric`).
     "loss_scale=",
     "loss_scale:",
+    // fairseq's `| loss_scale 0.000 |` (its simple progress format: key, space, value).
+    "loss_scale ",
+    // Capitalised at the start of a warning (`Non-finite norm encountered`), and autograd's
+    // anomaly-mode check (numeric.rs).
+    "Non-finite",
+    "returned nan values in its",
     "loss_scale':",
     "loss_scale\":",
     "reducing to ",

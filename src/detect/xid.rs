@@ -110,7 +110,10 @@ pub fn parse_mention(line: &str) -> Option<Evidence> {
     })
 }
 
-/// A "fallen off the bus" line that carries no Xid number.
+/// A "fallen off the bus" line that carries no Xid number. The driver prints it with its `NVRM:`
+/// tag (`NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.`, the multi-line block's `NVRM: fallen
+/// off the bus and is not responding to commands.`); without the tag a bus id must say which GPU,
+/// so a sentence that names the message ("the infamous "GPU has fallen off the bus"") is no event.
 pub fn parse_fallen_off_bus(line: &str) -> Option<Evidence> {
     if !line.contains("fallen off the bus") || line.contains("NVRM: Xid") {
         return None;
@@ -119,6 +122,9 @@ pub fn parse_fallen_off_bus(line: &str) -> Option<Evidence> {
         .bus_id_on_line
         .captures(line)
         .map(|c| with_domain(&c[1]));
+    if pci.is_none() && !line.contains("NVRM") {
+        return None;
+    }
     Some(Evidence::FallenOffBus { pci })
 }
 
@@ -360,6 +366,21 @@ mod tests {
             Some(Evidence::Xid { pci, .. }) => assert_eq!(pci.as_deref(), Some("0000:b3:00")),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn bus_loss_named_in_a_sentence_is_no_event() {
+        for line in [
+            "You're getting a XID 79, fallen off the bus. Most common reasons are overheating.",
+            "Does dmesg contain the infamous message \"GPU has fallen off the bus\"",
+        ] {
+            assert_eq!(parse_fallen_off_bus(line), None, "{line}");
+        }
+        // The multi-line block's last line carries the tag but no bus id.
+        assert_eq!(
+            parse_fallen_off_bus("NVRM: fallen off the bus and is not responding to commands."),
+            Some(Evidence::FallenOffBus { pci: None })
+        );
     }
 
     #[test]

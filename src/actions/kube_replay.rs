@@ -195,7 +195,9 @@ impl<A: KubeApi> KubeReplays<A> {
     }
 
     /// Builds, runs and reports the replay pod of `target` for the manifest the daemon found at
-    /// `seen` (step `step`).
+    /// `seen` (step `step`). The tests' shorthand: the daemon reads the failing pod once per
+    /// incident and calls [`KubeReplays::replay_step`] itself.
+    #[cfg(test)]
     pub async fn replay_found(
         &self,
         incident_id: i64,

@@ -132,6 +132,35 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     {
         return Some(headline("nan_grad_norm", GRAD_HINT));
     }
+    // Other runtimes' own checks: TensorFlow's NanTensorHook ("NanLossDuringTrainingError: NaN
+    // loss during training.", training/basic_session_run_hooks.py) and check_numerics on a loss
+    // ("LossTensor is inf or nan : Tensor had NaN values", kernels/check_numerics_op.cc), and
+    // Megatron-LM's checks before the gradient all-reduce ("found NaN in local grad norm in
+    // backward pass before data-parallel communication collective", "found NaN in local forward
+    // loss calculation", megatron/core).
+    if line.contains("NanLossDuringTrainingError") {
+        return Some(headline("non_finite_loss", LOSS_HINT));
+    }
+    if line.contains("Tensor had NaN values") || line.contains("Tensor had Inf values") {
+        if line.contains("oss") {
+            return Some(if line.contains("had Inf") {
+                headline("inf_loss", INF_HINT)
+            } else {
+                headline("non_finite_loss", LOSS_HINT)
+            });
+        }
+        return None;
+    }
+    if line.contains("found NaN in local grad norm")
+        || line.contains("found Inf in local grad norm")
+    {
+        return Some(headline("nan_grad_norm", GRAD_HINT));
+    }
+    if line.contains("found NaN in local forward loss")
+        || line.contains("found Inf in local forward loss")
+    {
+        return Some(headline("non_finite_loss", LOSS_HINT));
+    }
     // Autograd's anomaly mode: "Function 'MulBackward0' returned nan values in its 0th output."
     // (torch/csrc/autograd/engine.cpp, checked when torch.autograd.set_detect_anomaly is on).
     if line.contains("returned nan values in its") {
@@ -275,11 +304,21 @@ mod tests {
             ("RuntimeError: The total norm of order 2.0 for gradients from `parameters` is non-finite, so it cannot be clipped. To disable this error and scale the gradients by the non-finite norm anyway, set `error_if_nonfinite=False`", "nan_grad_norm"),
             // Autograd's anomaly mode (torch/csrc/autograd/engine.cpp).
             ("RuntimeError: Function 'MulBackward0' returned nan values in its 0th output.", "nan_in_backward"),
+            // TensorFlow's and Megatron-LM's own checks.
+            ("tensorflow.python.training.basic_session_run_hooks.NanLossDuringTrainingError: NaN loss during training.", "non_finite_loss"),
+            ("InvalidArgumentError: LossTensor is inf or nan : Tensor had NaN values", "non_finite_loss"),
+            ("RuntimeError: Rank 3: found NaN in local grad norm in backward pass before data-parallel communication collective. Device: 3, node: node-7", "nan_grad_norm"),
+            ("AssertionError: Rank 0: found NaN in local forward loss calculation. Device: 0, node: node-1", "non_finite_loss"),
         ] {
             assert_eq!(cat(line).as_deref(), Some(want), "{line}");
         }
         assert_eq!(
             cat("This warning is raised by PyTorch when it encounters non-finite gradient values during gradient clipping with torch.nn.utils.clip_grad_norm_."),
+            None
+        );
+        // check_numerics on a tensor that is not a loss says nothing about the loss.
+        assert_eq!(
+            cat("InvalidArgumentError: activations : Tensor had NaN values"),
             None
         );
     }

@@ -1070,6 +1070,13 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     // anomaly-mode check (numeric.rs).
     "Non-finite",
     "returned nan values in its",
+    // TensorFlow's and Megatron-LM's own non-finite checks (numeric.rs). (Keras' TerminateOnNaN,
+    // "Invalid loss, terminating training", names no value; the progress bar after it does.)
+    "NanLossDuringTrainingError",
+    "Tensor had NaN values",
+    "Tensor had Inf values",
+    "found NaN in local",
+    "found Inf in local",
     "loss_scale':",
     "loss_scale\":",
     "reducing to ",

@@ -51,14 +51,33 @@ fn quality(c: &str) -> usize {
     // The SIMD searcher finds candidates by an anchor's first ANCHOR_MIN bytes and only then
     // compares the rest: an anchor that starts like ordinary text ("ning" of "Warning") costs a
     // comparison in many ordinary lines, however rare its tail.
-    if ORDINARY_LINES
-        .iter()
-        .any(|o| o.contains(&c[..c.len().min(ANCHOR_MIN)]))
-    {
+    if in_ordinary_lines(c.get(..c.len().min(ANCHOR_MIN)).unwrap_or(c)) {
         q.saturating_sub(FINGERPRINT_PENALTY)
     } else {
         q
     }
+}
+
+/// Does `c` occur in an [`ORDINARY_LINES`] line? Every substring of up to [`ANCHOR_MAX`] bytes of
+/// those lines is kept in a set, so that deriving the gate at start-up (tens of thousands of
+/// candidate checks) stays a few milliseconds.
+fn in_ordinary_lines(c: &str) -> bool {
+    static SUBSTRINGS: std::sync::OnceLock<std::collections::HashSet<&'static str>> =
+        std::sync::OnceLock::new();
+    if c.len() > ANCHOR_MAX {
+        return ORDINARY_LINES.iter().any(|o| o.contains(c));
+    }
+    SUBSTRINGS
+        .get_or_init(|| {
+            ORDINARY_LINES
+                .iter()
+                .flat_map(|o| {
+                    (0..o.len())
+                        .flat_map(move |i| (1..=ANCHOR_MAX).filter_map(move |n| o.get(i..i + n)))
+                })
+                .collect()
+        })
+        .contains(c)
 }
 
 /// Quality lost by an anchor whose first bytes occur in an [`ORDINARY_LINES`] line.
@@ -78,7 +97,7 @@ pub fn derive_gate(openers: &[String]) -> Vec<String> {
     let mut slots: Vec<&str> = openers.iter().map(String::as_str).collect();
     slots.sort_unstable();
     slots.dedup();
-    let ordinary = |c: &str| ORDINARY_LINES.iter().any(|o| o.contains(c));
+    let ordinary = in_ordinary_lines;
     // Candidate anchors: every substring of ANCHOR_MIN..=ANCHOR_MAX bytes of every slot (the
     // slot itself when shorter), not found in ordinary lines when the slot allows it.
     let mut cands: Vec<&str> = Vec::new();
@@ -100,27 +119,38 @@ pub fn derive_gate(openers: &[String]) -> Vec<String> {
     }
     cands.sort_unstable();
     cands.dedup();
-    let covers: Vec<Vec<usize>> = cands
-        .iter()
-        .map(|c| {
-            slots
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.contains(c))
-                .map(|(i, _)| i)
-                .collect()
-        })
-        .collect();
+    // Which slots contain each substring of ANCHOR_MIN..=ANCHOR_MAX bytes, indexed once; other
+    // candidates (a short or uncovered slot standing for itself) are looked up slot by slot.
+    let mut index: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+    for (i, s) in slots.iter().enumerate() {
+        for start in 0..s.len() {
+            for n in ANCHOR_MIN..=ANCHOR_MAX {
+                if let Some(c) = s.get(start..start + n) {
+                    let v = index.entry(c).or_default();
+                    if v.last() != Some(&i) {
+                        v.push(i);
+                    }
+                }
+            }
+        }
+    }
+    let covers = |c: &str| -> Vec<usize> {
+        if (ANCHOR_MIN..=ANCHOR_MAX).contains(&c.len()) {
+            index.get(c).cloned().unwrap_or_default()
+        } else {
+            (0..slots.len()).filter(|&i| slots[i].contains(c)).collect()
+        }
+    };
     let mut covered = vec![false; slots.len()];
     let mut chosen: Vec<String> = Vec::new();
     // Greedy: the candidate that covers the most uncovered literals, weighted by how rare it is
     // (capped, so that a long unique string does not beat a short shared one).
-    // Each candidate's quality, once (it searches the ordinary lines); unacceptable ones out.
-    let scored: Vec<(&str, &Vec<usize>, usize)> = cands
+    // Each candidate's quality, once; unacceptable ones out before their cover is looked up.
+    let scored: Vec<(&str, Vec<usize>, usize)> = cands
         .iter()
-        .zip(&covers)
-        .map(|(c, cov)| (*c, cov, quality(c)))
-        .filter(|(_, _, q)| *q >= QUALITY_MIN)
+        .map(|c| (*c, quality(c)))
+        .filter(|(_, q)| *q >= QUALITY_MIN)
+        .map(|(c, q)| (c, covers(c), q))
         .collect();
     loop {
         let best = scored
@@ -129,7 +159,7 @@ pub fn derive_gate(openers: &[String]) -> Vec<String> {
             .filter(|(gain, ..)| *gain > 0)
             .max_by(|a, b| {
                 let key =
-                    |x: &(usize, &&str, &&Vec<usize>, usize)| (x.0 * x.3.min(QUALITY_CAP), x.3);
+                    |x: &(usize, &&str, &Vec<usize>, usize)| (x.0 * x.3.min(QUALITY_CAP), x.3);
                 key(a).cmp(&key(b)).then_with(|| b.1.cmp(a.1))
             });
         let Some((_, c, cov, _)) = best else { break };

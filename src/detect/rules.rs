@@ -790,8 +790,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "ncclInvalidUsage",
             "invalid usage (run with NCCL_DEBUG",
             // Two ranks on one GPU: "NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both
-            // on CUDA device 1000" (src/init.cc, which then returns ncclInvalidUsage).
-            "Duplicate GPU detected",
+            // on CUDA device 1000" (src/init.cc, which then returns ncclInvalidUsage). Keyed on
+            // the message's end, which the gate's `CUDA` anchor already covers.
+            "both on CUDA device",
         ],
         kind: Kind::NcclError,
         category: "nccl_invalid_usage",

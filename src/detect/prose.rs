@@ -26,27 +26,28 @@ const QUOTE_BYTES: usize = 240;
 /// error message has.
 const PARAGRAPH_WORDS: usize = 30;
 
+/// The regex of a static pattern, compiled on first use.
+fn cached(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pattern).expect("static regex"))
+}
+
 /// Words that explain what an error is rather than tell that it happened: "this error typically
 /// signifies …", "… is usually caused by …", "… indicates …".
 fn explanation() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| {
-        Regex::new(
-            r"(?i)\b(?:typically|usually|generally|commonly|normally|mostly|signif(?:y|ies)|indicates?|means|is caused by|are caused by|refers to|such (?:an )?error)\b",
-        )
-        .expect("static regex")
-    })
+    cached(
+        &R,
+        r"(?i)\b(?:typically|usually|generally|commonly|normally|mostly|signif(?:y|ies)|indicates?|means|is caused by|are caused by|refers to|such (?:an )?error)\b",
+    )
 }
 
 /// What follows a quoted error in an explanation: "`X` usually happens when …", "`X` means …".
 fn explained_after() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| {
-        Regex::new(
-            r"(?i)^\W{0,3}\s*(?:(?:usually|typically|often|generally|normally|mostly|commonly)\s+)?(?:happens|means|indicates|is raised|is thrown|is caused|comes from|refers to|is a sign)\b",
-        )
-        .expect("static regex")
-    })
+    cached(
+        &R,
+        r"(?i)^\W{0,3}\s*(?:(?:usually|typically|often|generally|normally|mostly|commonly)\s+)?(?:happens|means|indicates|is raised|is thrown|is caused|comes from|refers to|is a sign)\b",
+    )
 }
 
 /// Someone met the error: first person with a verb of running into something, a program that
@@ -56,12 +57,10 @@ fn explained_after() -> &'static Regex {
 /// so is "got" without a subject: "the context got corrupted".)
 fn report_cue() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| {
-        Regex::new(
-            r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,2}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|gives|gave|outputs|reports|occurs|occurred|happened)\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)|\b(?:in|on) my\b|\bmy (?:\w+ ){0,2}(?:job|run|training|model|code|script|program|process|setup|node|machine|server|gpu|cluster|case)s?\b",
-        )
-        .expect("static regex")
-    })
+    cached(
+        &R,
+        r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,2}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|gives|gave|outputs|reports|occurs|occurred|happened)\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)|\b(?:in|on) my\b|\bmy (?:\w+ ){0,2}(?:job|run|training|model|code|script|program|process|setup|node|machine|server|gpu|cluster|case)s?\b",
+    )
 }
 
 /// Content ranges of the quotations of `line`: inline code spans, then double-quoted strings

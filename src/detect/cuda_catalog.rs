@@ -328,6 +328,35 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any text, including text around real names and statuses: no panic, and a refinement
+        /// always names something that is on the line.
+        #[test]
+        fn refine_never_panics_and_names_what_is_there(
+            head in "\\PC{0,60}",
+            needle in proptest::sample::select(vec![
+                "invalid device function", "cudaErrorInvalidDevice", "CUDA_ERROR_UNKNOWN",
+                "CUSOLVER_STATUS_", "CUFFT_X", "CUBLAS_STATUS_É", "no CUDA-capable device is detected",
+            ]),
+            tail in "\\PC{0,60}",
+        ) {
+            let line = format!("{head}{needle}{tail}");
+            match refine(&line) {
+                Some(Refined::Error(e)) => proptest::prop_assert!(
+                    line.contains(e.message)
+                        || line.contains(e.runtime_name)
+                        || e.driver_name.is_some_and(|d| line.contains(d))
+                        || FRAMEWORK_WORDINGS.iter().any(|(w, n)| *n == e.runtime_name && line.contains(w))
+                ),
+                Some(Refined::LibraryStatus(c)) => {
+                    let status = c.split_once('_').map_or("", |(_, s)| s).to_ascii_uppercase();
+                    proptest::prop_assert!(line.contains(&status), "{c} from {line:?}");
+                }
+                None => {}
+            }
+        }
+    }
+
     #[test]
     fn glued_or_absent_names_refine_nothing() {
         for line in [

@@ -15,6 +15,7 @@
 //! `CUSPARSE_STATUS_…`, `CURAND_STATUS_…`, cuFFT's `CUFFT_…`) are refined the same way, by a rule
 //! rather than a list: the library and the status, lower-cased (`cusolver_execution_failed`).
 
+use crate::detect::rules::HEADLINE_RULES;
 use crate::model::{Blame, Kind};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use std::sync::OnceLock;
@@ -36,6 +37,18 @@ pub struct CudaError {
     pub blame: Blame,
     /// `None` where a headline row owns the family (its hint applies).
     pub hint: Option<&'static str>,
+}
+
+impl CudaError {
+    /// The hint to show: the catalog's own, or that of the headline row that owns the family.
+    pub fn hint_text(&self) -> Option<&'static str> {
+        self.hint.or_else(|| {
+            HEADLINE_RULES
+                .iter()
+                .find(|r| r.kind == self.kind && r.category == self.category)
+                .map(|r| r.hint)
+        })
+    }
 }
 
 /// Frameworks' own sentences for some of the same errors, matched like the runtime's messages.
@@ -190,7 +203,6 @@ fn word_bounded(line: &str, start: usize, end: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detect::rules::HEADLINE_RULES;
     use std::collections::HashSet;
 
     #[test]

@@ -97,7 +97,6 @@ pub fn derive_gate(openers: &[String]) -> Vec<String> {
     let mut slots: Vec<&str> = openers.iter().map(String::as_str).collect();
     slots.sort_unstable();
     slots.dedup();
-    let ordinary = in_ordinary_lines;
     // Candidate anchors: every substring of ANCHOR_MIN..=ANCHOR_MAX bytes of every slot (the
     // slot itself when shorter), not found in ordinary lines when the slot allows it.
     let mut cands: Vec<&str> = Vec::new();
@@ -114,7 +113,11 @@ pub fn derive_gate(openers: &[String]) -> Vec<String> {
                 }
             }
         }
-        let clean: Vec<&str> = own.iter().copied().filter(|c| !ordinary(c)).collect();
+        let clean: Vec<&str> = own
+            .iter()
+            .copied()
+            .filter(|c| !in_ordinary_lines(c))
+            .collect();
         cands.extend(if clean.is_empty() { vec![*s] } else { clean });
     }
     cands.sort_unstable();

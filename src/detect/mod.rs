@@ -406,16 +406,7 @@ impl DetectorSet {
 /// error's name, message or a framework's wording of it, or a math library's status.
 fn refine_generic(line: &str, generic: &rules::HeadlineRule) -> Option<Evidence> {
     let (kind, category, blame, hint) = match cuda_catalog::refine(line)? {
-        cuda_catalog::Refined::Error(e) => {
-            // A family a headline row owns takes the row's hint.
-            let hint = e.hint.or_else(|| {
-                HEADLINE_RULES
-                    .iter()
-                    .find(|r| r.kind == e.kind && r.category == e.category)
-                    .map(|r| r.hint)
-            })?;
-            (e.kind, e.category.into(), e.blame, hint)
-        }
+        cuda_catalog::Refined::Error(e) => (e.kind, e.category.into(), e.blame, e.hint_text()?),
         cuda_catalog::Refined::LibraryStatus(c) => {
             (Kind::CudaError, c.into(), generic.blame, generic.hint)
         }

@@ -114,32 +114,66 @@ const BACKWARD_HINT: &str = "Autograd's anomaly mode found NaN in a backward fun
 const SCALE_HINT: &str = "The mixed-precision loss scale collapsed, so every step overflows: the \
     model produces non-finite gradients; check for NaN inputs, lower the learning rate, or try bf16.";
 
+/// The runtimes' own non-finite messages (not every sentence with the word): substring, family,
+/// hint. YOLOv5 and Ultralytics "WARNING: non-finite loss, ending training" (train.py); PyTorch's
+/// clip_grad_norm_ "The total norm of order 2.0 for gradients from `parameters` is non-finite, so
+/// it cannot be clipped" and its earlier FutureWarning "Non-finite norm encountered in
+/// torch.nn.utils.clip_grad_norm_" (torch/nn/utils/clip_grad.py); TensorFlow's NanTensorHook
+/// ("NanLossDuringTrainingError: NaN loss during training.", training/basic_session_run_hooks.py).
+/// TensorFlow's check_numerics on a loss ("LossTensor is inf or nan : Tensor had NaN values",
+/// kernels/check_numerics_op.cc) is read after these, in [`parse`].
+const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
+    ("non-finite loss", "non_finite_loss", LOSS_HINT),
+    ("loss is non-finite", "non_finite_loss", LOSS_HINT),
+    ("Non-finite norm", "nan_grad_norm", GRAD_HINT),
+    ("non-finite norm", "nan_grad_norm", GRAD_HINT),
+    ("non-finite total norm", "nan_grad_norm", GRAD_HINT),
+    (
+        "is non-finite, so it cannot be clipped",
+        "nan_grad_norm",
+        GRAD_HINT,
+    ),
+    ("NanLossDuringTrainingError", "non_finite_loss", LOSS_HINT),
+];
+
+/// Read after check_numerics: Megatron-LM's checks before the gradient all-reduce ("found NaN in
+/// local grad norm in backward pass before data-parallel communication collective", "found NaN
+/// in local forward loss calculation", megatron/core) and autograd's anomaly mode ("Function
+/// 'MulBackward0' returned nan values in its 0th output.", torch/csrc/autograd/engine.cpp,
+/// checked when torch.autograd.set_detect_anomaly is on).
+const LATE_RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
+    ("found NaN in local grad norm", "nan_grad_norm", GRAD_HINT),
+    ("found Inf in local grad norm", "nan_grad_norm", GRAD_HINT),
+    (
+        "found NaN in local forward loss",
+        "non_finite_loss",
+        LOSS_HINT,
+    ),
+    (
+        "found Inf in local forward loss",
+        "non_finite_loss",
+        LOSS_HINT,
+    ),
+    (
+        "returned nan values in its",
+        "nan_in_backward",
+        BACKWARD_HINT,
+    ),
+];
+
+/// The family of the first message of `checks` on `line`.
+fn runtime_message(line: &str, checks: &[(&str, &'static str, &'static str)]) -> Option<Evidence> {
+    checks
+        .iter()
+        .find(|(m, ..)| line.contains(m))
+        .map(|&(_, category, hint)| headline(category, hint))
+}
+
 /// Returns numeric evidence for a line, or `None`.
 pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     let p = patterns();
-    // The runtimes' own "non-finite" messages, not every sentence with the word: YOLOv5 and
-    // Ultralytics "WARNING: non-finite loss, ending training" (train.py), PyTorch's
-    // clip_grad_norm_ "The total norm of order 2.0 for gradients from `parameters` is
-    // non-finite, so it cannot be clipped" and its earlier FutureWarning "Non-finite norm
-    // encountered in torch.nn.utils.clip_grad_norm_" (torch/nn/utils/clip_grad.py).
-    if line.contains("non-finite loss") || line.contains("loss is non-finite") {
-        return Some(headline("non_finite_loss", LOSS_HINT));
-    }
-    if line.contains("Non-finite norm")
-        || line.contains("non-finite norm")
-        || line.contains("non-finite total norm")
-        || line.contains("is non-finite, so it cannot be clipped")
-    {
-        return Some(headline("nan_grad_norm", GRAD_HINT));
-    }
-    // Other runtimes' own checks: TensorFlow's NanTensorHook ("NanLossDuringTrainingError: NaN
-    // loss during training.", training/basic_session_run_hooks.py) and check_numerics on a loss
-    // ("LossTensor is inf or nan : Tensor had NaN values", kernels/check_numerics_op.cc), and
-    // Megatron-LM's checks before the gradient all-reduce ("found NaN in local grad norm in
-    // backward pass before data-parallel communication collective", "found NaN in local forward
-    // loss calculation", megatron/core).
-    if line.contains("NanLossDuringTrainingError") {
-        return Some(headline("non_finite_loss", LOSS_HINT));
+    if let Some(e) = runtime_message(line, RUNTIME_CHECKS) {
+        return Some(e);
     }
     if line.contains("Tensor had NaN values") || line.contains("Tensor had Inf values") {
         if line.contains("oss") {
@@ -151,20 +185,8 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
         }
         return None;
     }
-    if line.contains("found NaN in local grad norm")
-        || line.contains("found Inf in local grad norm")
-    {
-        return Some(headline("nan_grad_norm", GRAD_HINT));
-    }
-    if line.contains("found NaN in local forward loss")
-        || line.contains("found Inf in local forward loss")
-    {
-        return Some(headline("non_finite_loss", LOSS_HINT));
-    }
-    // Autograd's anomaly mode: "Function 'MulBackward0' returned nan values in its 0th output."
-    // (torch/csrc/autograd/engine.cpp, checked when torch.autograd.set_detect_anomaly is on).
-    if line.contains("returned nan values in its") {
-        return Some(headline("nan_in_backward", BACKWARD_HINT));
+    if let Some(e) = runtime_message(line, LATE_RUNTIME_CHECKS) {
+        return Some(e);
     }
     if line.contains("infinite or NaN") && line.to_ascii_lowercase().contains("loss") {
         return Some(headline("non_finite_loss", LOSS_HINT));

@@ -180,8 +180,69 @@ pub fn derive_gate(openers: &[String]) -> Vec<String> {
     // An anchor that contains another one adds nothing.
     let all = chosen.clone();
     chosen.retain(|a| !all.iter().any(|b| b != a && a.contains(b.as_str())));
+    merge_pairs(&slots, &mut chosen);
     chosen.sort();
     order_for_teddy(chosen)
+}
+
+/// Least [`quality`] of an anchor that replaces two.
+const MERGE_QUALITY_MIN: usize = 6;
+
+/// Greedy choice can spend two anchors where one would do: it takes `Invalid` for the many
+/// literals that start with it, then `invalid ` for the rest, where `nvalid` covers both. Each
+/// pair of anchors whose literals (those no third anchor covers) share one acceptable substring
+/// is replaced by the best such substring, until no pair merges. Fewer anchors keep the gate in
+/// the packed SIMD searcher's small-bucket regime.
+fn merge_pairs(slots: &[&str], chosen: &mut Vec<String>) {
+    loop {
+        let cover = |a: &str| -> Vec<usize> {
+            (0..slots.len()).filter(|&i| slots[i].contains(a)).collect()
+        };
+        let covers: Vec<Vec<usize>> = chosen.iter().map(|a| cover(a)).collect();
+        let mut best: Option<(usize, usize, String, usize)> = None;
+        for i in 0..chosen.len() {
+            for j in i + 1..chosen.len() {
+                // The literals that only `i` or `j` covers.
+                let only: Vec<usize> = covers[i]
+                    .iter()
+                    .chain(&covers[j])
+                    .copied()
+                    .filter(|&s| {
+                        !covers
+                            .iter()
+                            .enumerate()
+                            .any(|(k, c)| k != i && k != j && c.contains(&s))
+                    })
+                    .collect();
+                let Some(&first) = only.iter().min_by_key(|&&s| slots[s].len()) else {
+                    continue;
+                };
+                let base = slots[first];
+                for start in 0..base.len() {
+                    for n in ANCHOR_MIN..=ANCHOR_MAX {
+                        let Some(c) = base.get(start..start + n) else {
+                            continue;
+                        };
+                        let q = quality(c);
+                        if q < MERGE_QUALITY_MIN
+                            || in_ordinary_lines(c)
+                            || !only.iter().all(|&s| slots[s].contains(c))
+                            || best.as_ref().is_some_and(|b| b.3 >= q)
+                        {
+                            continue;
+                        }
+                        best = Some((i, j, c.to_owned(), q));
+                    }
+                }
+            }
+        }
+        let Some((i, j, c, _)) = best else { return };
+        chosen.remove(j);
+        chosen.remove(i);
+        if !chosen.contains(&c) {
+            chosen.push(c);
+        }
+    }
 }
 
 /// The SIMD searcher's bucket count for `n` patterns: Teddy packs them into 16 buckets ("fat",

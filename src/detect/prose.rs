@@ -10,6 +10,8 @@
 //! span or double quotes) after at least [`WORDS_BEFORE`] plain words of a sentence of at least
 //! [`SENTENCE_WORDS`], and the sentence says nobody met it. A log line's prefix (timestamps,
 //! `[rank0]:`, `file.py:12]`, `ERROR`) has no plain words, so log text never reads as a sentence.
+//! Chinese, Japanese and Korean put no spaces between words, so there a sentence is counted in
+//! characters, and a first-person pronoun or a question says that someone met the error.
 
 use regex::Regex;
 use std::ops::Range;
@@ -25,6 +27,13 @@ const QUOTE_BYTES: usize = 240;
 /// Plain words for a line to be a paragraph of prose: far more than any log line, title or
 /// error message has.
 const PARAGRAPH_WORDS: usize = 30;
+/// Plain words before the first mention in such a paragraph: it may start with an article
+/// ("The CUDA error … you encountered indicates …"), but not with the error itself.
+const PARAGRAPH_WORDS_BEFORE: usize = 1;
+/// CJK characters outside the quotations for a line to be a sentence in Chinese, Japanese or
+/// Korean (which separate no words by spaces, so [`words`] cannot count them): more than a
+/// title's ("训练时出现 …").
+const CJK_SENTENCE_CHARS: usize = 12;
 
 /// The regex of a static pattern, compiled on first use.
 fn cached(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
@@ -32,12 +41,13 @@ fn cached(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
 }
 
 /// Words that explain what an error is rather than tell that it happened: "this error typically
-/// signifies …", "… is usually caused by …", "… indicates …".
+/// signifies …", "… is usually caused by …", "… indicates …", and the generic reader of an
+/// article or answer: "developers may encounter …", "you've hit this error: …".
 fn explanation() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"(?i)\b(?:typically|usually|generally|commonly|normally|mostly|signif(?:y|ies)|indicates?|means|is caused by|are caused by|refers to|such (?:an )?error)\b",
+        r"(?i)\b(?:typically|typical|usually|generally|common|commonly|normally|mostly|signif(?:y|ies)|indicates?|means|is caused by|are caused by|refers to|such (?:an )?error|(?:may|might|can|could|will) (?:encounter|hit|see|run into|face)|you(?:'ve| have| may| might| will| can| could)? (?:hit|encounter\w*|run into|face))\b",
     )
 }
 
@@ -177,20 +187,60 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     let explained = span
         .and_then(|s| line.get(s.end..))
         .is_some_and(|rest| explained_after().is_match(rest));
+    if cjk_chars(&outside) >= CJK_SENTENCE_CHARS {
+        return !cjk_report_cue(&outside) && !report_cue().is_match(&outside);
+    }
     (explained || line.get(..before).map_or(0, words) >= WORDS_BEFORE)
         && words(&outside) >= SENTENCE_WORDS
         && !report_cue().is_match(&outside)
 }
 
+/// Han, kana and hangul characters in `text`.
+fn cjk_chars(text: &str) -> usize {
+    text.chars()
+        .filter(|c| {
+            matches!(*c as u32,
+                0x3040..=0x30FF      // hiragana, katakana
+                | 0x3400..=0x4DBF    // CJK extension A
+                | 0x4E00..=0x9FFF    // CJK unified ideographs
+                | 0xAC00..=0xD7AF) // hangul syllables
+        })
+        .count()
+}
+
+/// Someone met the error, in Chinese, Japanese or Korean: a first-person pronoun (我, 俺, 私,
+/// 僕, 저는/제가/나는) or a question or plea for help (？, 求助, 请问, 怎么, 如何解决).
+fn cjk_report_cue(text: &str) -> bool {
+    const CUES: [&str; 16] = [
+        "我",
+        "俺",
+        "私",
+        "僕",
+        "저는",
+        "제가",
+        "나는",
+        "？",
+        "?",
+        "求助",
+        "请问",
+        "請問",
+        "怎么",
+        "怎麼",
+        "如何解决",
+        "如何解決",
+    ];
+    CUES.iter().any(|c| text.contains(c))
+}
+
 /// A paragraph of prose that names the error without quoting it and explains it ("developers
 /// often encounter the CUDA runtime error (59) : device-side assert triggered. This error is
-/// typically caused by …"): at least [`PARAGRAPH_WORDS`] plain words, [`WORDS_BEFORE`] of them
+/// typically caused by …"): at least [`PARAGRAPH_WORDS`] plain words, [`PARAGRAPH_WORDS_BEFORE`] of them
 /// before the first mention, an explaining word and no report cue. Log lines and titles never have
 /// that many plain words.
 fn explained_in_a_paragraph(line: &str, hits: &[Range<usize>]) -> bool {
     let first = hits.iter().map(|h| h.start).min().unwrap_or(0);
     words(line) >= PARAGRAPH_WORDS
-        && line.get(..first).map_or(0, words) >= WORDS_BEFORE
+        && line.get(..first).map_or(0, words) >= PARAGRAPH_WORDS_BEFORE
         && explanation().is_match(line)
         && !report_cue().is_match(line)
 }
@@ -259,6 +309,51 @@ mod tests {
         assert!(!mention(
             "During training of the detection model on the custom dataset with four GPUs and mixed precision and a batch of sixty four the run usually stops at the third epoch and when I look at the log it says RuntimeError: CUDA error: device-side assert triggered and nothing else.",
             "CUDA error: "
+        ));
+    }
+    #[test]
+    fn articles_address_a_generic_reader() {
+        // A blog's and an article's opening (second person, "developers may encounter").
+        assert!(mention(
+            "If you have trained a model in PyTorch, you have hit this error: RuntimeError: CUDA out of memory. It is the most common error in deep learning, and this guide covers the fixes from the simplest to the most advanced ones so you can get back to training.",
+            "CUDA out of memory"
+        ));
+        // An answer that starts with an article and explains the error it names.
+        assert!(mention(
+            "The CUDA error cudaErrorIllegalAddress (error code 700) you encountered indicates that the program accessed an invalid memory address, so please make sure that the grid size settings are correct and that the box size fits the size of the ligand and the receptor.",
+            "cudaErrorIllegalAddress"
+        ));
+        // A paragraph that starts with the error is a paste, not an explanation.
+        assert!(!mention(
+            "RuntimeError: CUDA out of memory. it happens at the first step of every epoch and the memory is never freed even though the batch is small and the model is the one from the tutorial that everybody uses, which usually works on this card.",
+            "CUDA out of memory"
+        ));
+    }
+
+    #[test]
+    fn cjk_sentences_quote_errors_unless_someone_met_them() {
+        // A symptom list in an article, and a review note, that quote errors.
+        assert!(mention(
+            "- 运行任务时直接报\u{201c}CUDA error: unknown error\u{201d}或\u{201c}CUDA out of memory\u{201d}(注意,这并非真实的显存不足)",
+            "CUDA out of memory"
+        ));
+        assert!(mention(
+            "后果:一次性检查在这种坏节点上通过,而真正建立上下文的测试正确失败,报 `CUDA-capable device(s) is/are busy or unavailable`。",
+            "busy or unavailable"
+        ));
+        // First person or a question: someone met it.
+        assert!(!mention(
+            "我在训练的时候一直报错\u{201c}CUDA out of memory\u{201d},显存明明还有很多剩余的",
+            "CUDA out of memory"
+        ));
+        assert!(!mention(
+            "运行训练脚本的时候出现 `CUDA error: device-side assert triggered` 这个错误怎么解决",
+            "device-side assert triggered"
+        ));
+        // A short title is not a sentence.
+        assert!(!mention(
+            "训练时出现\u{201c}CUDA out of memory\u{201d}",
+            "CUDA out of memory"
         ));
     }
 

@@ -84,6 +84,29 @@ struct Catalog {
     owner: Vec<usize>,
 }
 
+/// The shorter spellings of a driver API name that programs built on the driver API print:
+/// the name without its `CUDA_ERROR_` prefix (`ILLEGAL_ADDRESS in cuMemAlloc(…)`) and that
+/// suffix as words (`Illegal address in cuMemcpyDtoH(…)`, the CUDA extension wrangler's
+/// `cuewErrorString` used by Blender Cycles and others). Only names of two or more words give
+/// them: a single word (`UNKNOWN`, `Timeout`) is too common to name an error by itself.
+fn driver_short_forms(driver_name: &str) -> Vec<String> {
+    let Some(suffix) = driver_name.strip_prefix("CUDA_ERROR_") else {
+        return Vec::new();
+    };
+    if !suffix.contains('_') {
+        return Vec::new();
+    }
+    let lower = suffix.replace('_', " ").to_ascii_lowercase();
+    let mut words = lower.chars();
+    let sentence: String = words
+        .next()
+        .map(|c| c.to_ascii_uppercase())
+        .into_iter()
+        .chain(words)
+        .collect();
+    vec![suffix.to_owned(), sentence]
+}
+
 /// The catalog's rows, parsed once.
 pub fn errors() -> &'static [CudaError] {
     &catalog().errors
@@ -93,20 +116,24 @@ fn catalog() -> &'static Catalog {
     static C: OnceLock<Catalog> = OnceLock::new();
     C.get_or_init(|| {
         let errors: Vec<CudaError> = TSV.lines().skip(1).filter_map(parse_row).collect();
-        let mut pats: Vec<&str> = Vec::new();
+        let mut pats: Vec<String> = Vec::new();
         let mut owner = Vec::new();
         for (i, e) in errors.iter().enumerate() {
             for p in [Some(e.runtime_name), e.driver_name, Some(e.message)]
                 .into_iter()
                 .flatten()
             {
+                pats.push(p.to_owned());
+                owner.push(i);
+            }
+            for p in e.driver_name.into_iter().flat_map(driver_short_forms) {
                 pats.push(p);
                 owner.push(i);
             }
         }
         for (wording, name) in FRAMEWORK_WORDINGS {
             if let Some(i) = errors.iter().position(|e| e.runtime_name == *name) {
-                pats.push(wording);
+                pats.push((*wording).to_owned());
                 owner.push(i);
             }
         }

@@ -138,6 +138,7 @@ impl DetectorSet {
         add("Cell In[", Owner::Frame);
         add("Cell In [", Owner::Frame);
         add("NVRM: Xid", Owner::Xid);
+        add("NVRM Xid", Owner::Xid);
         add("XidCriticalError", Owner::Xid);
         add("NVRM: GPU at PCI:", Owner::GpuAt);
         add("NVRM: The NVIDIA GPU", Owner::Mention);
@@ -685,6 +686,71 @@ mod tests {
             ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=8 : invalid device function", Kind::CudaError, "invalid_device_function"),
         ] {
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+    }
+
+    #[test]
+    fn upstream_wordings_of_round_six() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            // Julia CUDA.jl (src/pool.jl), ggml (ggml-alloc.c), TensorRT's allocator.
+            ("ERROR: LoadError: Out of GPU memory trying to allocate 11.921 GiB", Kind::Oom, "cuda_oom"),
+            ("ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 175921630208", Kind::Oom, "cuda_oom"),
+            ("llama_model_load: error loading model: unable to allocate CUDA0 buffer", Kind::Oom, "cuda_oom"),
+            ("[TRT] [E] 2: [virtualMemoryBuffer.cpp::resizePhysical::140] Error Code 2: OutOfMemory (no further information)", Kind::Oom, "cuda_oom"),
+            // Triton's launcher (triton/runtime/errors.py).
+            ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.", Kind::CudaError, "launch_out_of_resources"),
+            // cuDNN without an algorithm (PyTorch Conv_v7/Conv_v8, TensorFlow conv_ops).
+            ("RuntimeError: Unable to find a valid cuDNN algorithm to run convolution", Kind::CudaError, "cudnn_no_algorithm"),
+            ("RuntimeError: GET was unable to find an engine to execute this computation", Kind::CudaError, "cudnn_no_algorithm"),
+            ("tensorflow.python.framework.errors_impl.NotFoundError: No algorithm worked! [Op:Conv2D]", Kind::CudaError, "cudnn_no_algorithm"),
+            // compute-sanitizer's memcheck.
+            ("========= Invalid __global__ write of size 4 bytes", Kind::CudaError, "illegal_memory_access"),
+            // Driver API names as programs on the driver API print them (cuew, Blender Cycles).
+            ("CUDA error: Illegal address in cuMemcpyDtoH( (char *)mem.host_pointer + offset, (CUdeviceptr)mem.device_pointer + offset, size), line 970", Kind::CudaError, "illegal_memory_access"),
+            (" CUDA error: ILLEGAL_ADDRESS in cuCtxSynchronize()", Kind::CudaError, "illegal_memory_access"),
+            ("CUDA error: Launch failed in cuCtxSynchronize()", Kind::CudaError, "unspecified_launch_failure"),
+            // NCCL's CUDACHECK (src/include/checks.h) and its IB verbs wrappers (ibvwrap.cc).
+            ("node01:1234:5678 [1] include/alloc.h:48 NCCL WARN Cuda failure 'out of memory'", Kind::NcclError, "nccl_unhandled_cuda_error"),
+            ("node01:1234:5678 [1] enqueue.cc:1553 NCCL WARN Cuda failure 700 'an illegal memory access was encountered'", Kind::NcclError, "nccl_unhandled_cuda_error"),
+            ("node01:1234:5678 [0] misc/ibvwrap.cc:252 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_0:1, curr state INIT, next state RTR", Kind::NcclError, "nccl_unhandled_system_error"),
+            ("node01:1234:5678 [0] NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory", Kind::NcclError, "nccl_unhandled_system_error"),
+            // ncclGetErrorString of NCCL 2.7 and older, as PyTorch printed it.
+            ("RuntimeError: NCCL error in: /opt/pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:825, internal error, NCCL version 2.7.8", Kind::NcclError, "nccl_internal_error"),
+            ("RuntimeError: NCCL error in: /opt/pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:825, invalid usage, NCCL version 2.7.8", Kind::NcclError, "nccl_invalid_usage"),
+            ("RuntimeError: NCCL Error 3: internal error", Kind::NcclError, "nccl_internal_error"),
+            ("RuntimeError: NCCL Error 2: unhandled system error", Kind::NcclError, "nccl_unhandled_system_error"),
+            // torch.distributed: the store barrier, the exception classes, the watchdog (2.3+).
+            ("RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: store_based_barrier_key:1 (world_size=8, worker_count=4, timeout=0:30:00)", Kind::NcclError, "c10d_store_connect_failed"),
+            ("torch.distributed.DistNetworkError: Connection reset by peer", Kind::NcclError, "nccl_remote_error"),
+            ("[rank0]:[E ProcessGroupNCCL.cpp:1414] [PG 0 (default_pg) Rank 0] Process group watchdog thread terminated with exception: NCCL error: remote process exited or there was a network error, NCCL version 2.20.5", Kind::NcclError, "nccl_remote_error"),
+            // Numerics: TensorFlow's clip_by_global_norm, Lightning, JAX debug_nans.
+            ("InvalidArgumentError: Found Inf or NaN global norm. : Tensor had NaN values", Kind::Numeric, "nan_grad_norm"),
+            ("ValueError: Detected nan and/or inf values in `c_d1.bias`. Check your forward pass for numerically unstable operations.", Kind::Numeric, "non_finite_parameters"),
+            ("FloatingPointError: invalid value (nan) encountered in dot_general", Kind::Numeric, "non_finite_value"),
+            // A value padded into a column, and Keras' message, whose family the value gives.
+            ("step 1655 - loss        nan - moving ave loss        nan", Kind::Numeric, "non_finite_loss"),
+            ("Batch 12: Invalid loss, terminating training", Kind::Numeric, "unknown"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        // The Xid line retyped by hand keeps its number and bus id.
+        assert!(matches!(
+            d.inspect("[12146.826127] NVRM Xid (PCI:0000:0b:00) : 32, Channel ID 00000009 intr 00008000"),
+            Some(Evidence::Xid { xid: 32, pci: Some(ref p), .. }) if p == "0000:0b:00"
+        ));
+        // What stays quiet: NumPy's own warning, and the one-word driver names alone.
+        for line in [
+            "RuntimeWarning: invalid value encountered in divide",
+            "CUDA error: Unknown in cuInit",
+            "node01:1234:5678 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",
+        ] {
+            let got = headline(&d, line);
+            assert!(
+                got.is_none() || got == Some((Kind::CudaError, "unknown".into())),
+                "{line}: {got:?}"
+            );
         }
     }
 

@@ -53,10 +53,11 @@ fn patterns() -> &'static Patterns {
         // BEiT/unilm) — or the reverse, `loss: nan (0.4012)`. A key may name its statistics
         // and print them as a tuple: `validation loss (min, avg, max): (inf, nan, -inf)`.
         keyed: Regex::new(&format!(
-            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?\s{{0,3}}[:=]\s{{0,3}}['"(]?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
+            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?\s{{0,3}}[:=][ \t]{{0,16}}['"(]?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
         ))
         .expect("static regex"),
-        bare: Regex::new(&format!(r"(?i){KEY}\]? {{1,3}}(?-i:{TOKEN})")).expect("static regex"),
+        // Fixed-width formatters pad the value into a column (`loss        nan`).
+        bare: Regex::new(&format!(r"(?i){KEY}\]?[ \t]{{1,16}}(?-i:{TOKEN})")).expect("static regex"),
         verbal: Regex::new(&format!(r"(?i){KEY}\s+(?:is|became|was)\s+(?-i:{TOKEN})"))
             .expect("static regex"),
         group: Regex::new(&format!(
@@ -111,6 +112,11 @@ const GRAD_HINT: &str = "The gradient norm is NaN/inf: a layer produced non-fini
 const BACKWARD_HINT: &str = "Autograd's anomaly mode found NaN in a backward function's output: \
     the traceback above it names the forward operation; look for a division by zero, sqrt/log of \
     0 or a norm of a zero vector there, and add an epsilon.";
+const PARAM_HINT: &str = "A parameter became NaN/inf after an optimizer step: the gradients \
+    blew up; lower the learning rate or clip gradients, and check the inputs of the last batch.";
+const VALUE_HINT: &str = "JAX's NaN/inf checking stopped at the first operation that produced a \
+    non-finite value (named in the message): look for log(0), sqrt of a negative number or a \
+    division by zero there, and for a NaN in the untaken branch of a jnp.where.";
 const SCALE_HINT: &str = "The mixed-precision loss scale collapsed, so every step overflows: the \
     model produces non-finite gradients; check for NaN inputs, lower the learning rate, or try bf16.";
 
@@ -134,6 +140,54 @@ const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
         GRAD_HINT,
     ),
     ("NanLossDuringTrainingError", "non_finite_loss", LOSS_HINT),
+    // TensorFlow's clip_by_global_norm: "Found Inf or NaN global norm." (ops/clip_ops.py).
+    ("Found Inf or NaN global norm", "nan_grad_norm", GRAD_HINT),
+    // PyTorch Lightning's check after a step (`detect_anomaly` / terminate_on_nan): "Detected
+    // nan and/or inf values in `c_d1.bias`. Check your forward pass for numerically unstable
+    // operations." (lightning/pytorch/utilities/finite_checks.py).
+    (
+        "Detected nan and/or inf values in",
+        "non_finite_parameters",
+        PARAM_HINT,
+    ),
+    // JAX with jax_debug_nans / jax_debug_infs: "FloatingPointError: invalid value (nan)
+    // encountered in dot_general" (jax/_src/dispatch.py). NumPy's own RuntimeWarning ("invalid
+    // value encountered in divide") has no parenthesised value and is not matched.
+    (
+        "invalid value (nan) encountered in",
+        "non_finite_value",
+        VALUE_HINT,
+    ),
+    (
+        "invalid value (inf) encountered in",
+        "non_finite_value",
+        VALUE_HINT,
+    ),
+];
+
+/// Checks that say the loss was NaN *or* inf without saying which: Keras' TerminateOnNaN
+/// callback ("Batch 12: Invalid loss, terminating training", keras/callbacks.py) and MindSpore's
+/// LossMonitor ("epoch: 1 step: 5. Invalid loss, terminating training.",
+/// mindspore/train/callback/_loss_monitor.py). Read last, after any value on the line; the
+/// family stays open (`unknown`) for the progress line that prints the value, which follows.
+const UNSPECIFIED_LOSS_CHECKS: &[(&str, &str, &str)] =
+    &[("Invalid loss, terminating training", "unknown", LOSS_HINT)];
+
+/// Loss scalers that give up: DeepSpeed "Current loss scale already at minimum - cannot
+/// decrease scale anymore." (deepspeed/runtime/fp16/loss_scaler.py), fairseq "Minimum loss
+/// scale reached (0.0001). Your loss is probably exploding." (fairseq/optim/
+/// dynamic_loss_scaler.py).
+const SCALER_CHECKS: &[(&str, &str, &str)] = &[
+    (
+        "loss scale already at minimum",
+        "loss_scale_collapse",
+        SCALE_HINT,
+    ),
+    (
+        "Minimum loss scale reached",
+        "loss_scale_collapse",
+        SCALE_HINT,
+    ),
 ];
 
 /// Read after check_numerics: Megatron-LM's checks before the gradient all-reduce ("found NaN in
@@ -161,12 +215,17 @@ const LATE_RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// The family of the first message of `checks` on `line`.
+/// The family of the first message of `checks` on `line`, unless the line is a sentence that
+/// names the message in passing (`detect::prose`).
 fn runtime_message(line: &str, checks: &[(&str, &'static str, &'static str)]) -> Option<Evidence> {
-    checks
+    let (at, &(m, category, hint)) = checks
         .iter()
-        .find(|(m, ..)| line.contains(m))
-        .map(|&(_, category, hint)| headline(category, hint))
+        .find_map(|c| line.find(c.0).map(|at| (at, c)))?;
+    let hit = at..at + m.len();
+    if super::prose::names_error_in_passing(line, std::slice::from_ref(&hit)) {
+        return None;
+    }
+    Some(headline(category, hint))
 }
 
 /// Returns numeric evidence for a line, or `None`.
@@ -191,12 +250,8 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     if line.contains("infinite or NaN") && line.to_ascii_lowercase().contains("loss") {
         return Some(headline("non_finite_loss", LOSS_HINT));
     }
-    // DeepSpeed: "Current loss scale already at minimum - cannot decrease scale anymore."
-    // (deepspeed/runtime/fp16/loss_scaler.py); fairseq: "Minimum loss scale reached (0.0001).
-    // Your loss is probably exploding." (fairseq/optim/dynamic_loss_scaler.py).
-    if line.contains("loss scale already at minimum") || line.contains("Minimum loss scale reached")
-    {
-        return Some(headline("loss_scale_collapse", SCALE_HINT));
+    if SCALER_CHECKS.iter().any(|c| line.contains(c.0)) {
+        return runtime_message(line, SCALER_CHECKS);
     }
     if let Some(c) = p.scale.captures(line) {
         let v = c
@@ -244,7 +299,9 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             .find_map(|re| re.captures(line).filter(|c| !sentence(c)))
     });
     let Some(hit) = hit else {
-        let g = p.group.captures(line).filter(|c| !sentence(c))?;
+        let Some(g) = p.group.captures(line).filter(|c| !sentence(c)) else {
+            return runtime_message(line, UNSPECIFIED_LOSS_CHECKS);
+        };
         let tok = g.name("tok")?.as_str().to_ascii_lowercase();
         return Some(if tok.contains("nan") {
             headline("non_finite_loss", LOSS_HINT)

@@ -151,6 +151,8 @@ const LIBRARY_ARCH_HINT: &str = "The library does not support this operation on 
     was built for and the inputs' dtype and layout.";
 
 /// Shared by the out-of-memory rows.
+const NCCL_CUDA_HINT: &str = "NCCL hit a CUDA failure: check this GPU's Xids and the job's CUDA \
+    errors; rerun with NCCL_DEBUG=INFO for the failing call.";
 const OOM_HINT: &str = "The job ran out of GPU memory: lower the batch size or sequence length, \
     enable activation checkpointing, or check for other processes on the GPU (serving engines: \
     lower the memory fraction they reserve for the KV cache).";
@@ -183,6 +185,15 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "an illegal memory access was encountered",
             "CUDA_ERROR_ILLEGAL_ADDRESS",
             "cudaErrorIllegalAddress",
+            // compute-sanitizer's (and cuda-memcheck's) memcheck report of the access itself:
+            // "========= Invalid __global__ write of size 4 bytes" (Compute Sanitizer user
+            // manual, "Memcheck Tool"; __shared__ and __local__ for the other address spaces).
+            "Invalid __global__ read",
+            "Invalid __global__ write",
+            "Invalid __shared__ read",
+            "Invalid __shared__ write",
+            "Invalid __local__ read",
+            "Invalid __local__ write",
         ],
         kind: Kind::CudaError,
         category: "illegal_memory_access",
@@ -305,6 +316,11 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "too many resources requested for launch",
             "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
             "cudaErrorLaunchOutOfResources",
+            // Triton's launcher when a kernel's tiles need more than the GPU offers per block:
+            // `triton.runtime.errors.OutOfResources: out of resource: shared memory, Required:
+            // 131072, Hardware limit: 101376` (triton/runtime/errors.py).
+            "OutOfResources: out of resource",
+            "out of resource: shared memory",
         ],
         kind: Kind::CudaError,
         category: "launch_out_of_resources",
@@ -539,6 +555,28 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // No cuDNN algorithm or engine could run the convolution, usually because none fit in
+        // the memory left for its workspace: PyTorch's "Unable to find a valid cuDNN algorithm to
+        // run convolution" (aten/src/ATen/native/cudnn/Conv_v7.cpp) and "GET/FIND was unable to
+        // find an engine to execute this computation" (Conv_v8.cpp), TensorFlow's
+        // `NotFoundError: No algorithm worked!` (core/kernels/conv_ops*.cc).
+        name: "cudnn_no_algorithm",
+        literals: &[
+            "Unable to find a valid cuDNN algorithm",
+            "unable to find an engine to execute this computation",
+            "No algorithm worked!",
+        ],
+        kind: Kind::CudaError,
+        category: "cudnn_no_algorithm",
+        blame: Blame::Application,
+        hint: "No cuDNN algorithm could run this convolution, most often because the GPU had no \
+               memory left for its workspace: lower the batch size, free other GPU memory \
+               (TensorFlow: allow_growth), or try torch.backends.cudnn.benchmark=False.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
         name: "cudnn_version_mismatch",
         literals: &[
             "CUDNN_STATUS_VERSION_MISMATCH",
@@ -568,6 +606,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "CUSPARSE_STATUS_",
             "CURAND_STATUS_",
             "cuFFT error",
+            // PyTorch's cuDNN v8/v9 frontend path: "cuDNN Frontend error: [cudnn_frontend]
+            // Error: No execution plans support the graph." (aten/src/ATen/native/cudnn).
+            "cuDNN Frontend error",
         ],
         kind: Kind::CudaError,
         category: "unknown",
@@ -620,6 +661,18 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // "cuda runtime error (2) : out of memory" (lib/THC/THCGeneral.c).
             "error=2 : out of memory",
             "error (2) : out of memory",
+            // Julia's CUDA.jl: `OutOfGPUMemoryError`, shown as "Out of GPU memory trying to
+            // allocate 1.000 GiB" followed by the pool's usage (src/pool.jl).
+            "Out of GPU memory trying to allocate",
+            "OutOfGPUMemoryError",
+            // ggml / llama.cpp: "alloc_tensor_range: failed to allocate CUDA0 buffer of size N",
+            // "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer", "unable to allocate CUDA0
+            // buffer" (ggml-alloc.c, llama-model.cpp; the buffer type is named after the device).
+            "failed to allocate CUDA",
+            "unable to allocate CUDA",
+            // TensorRT, after its allocator's warning "Requested amount of GPU memory (N bytes)
+            // could not be allocated": "Error Code 2: OutOfMemory (no further information)".
+            "Error Code 2: OutOfMemory",
         ],
         kind: Kind::Oom,
         category: "cuda_oom",
@@ -751,10 +804,25 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         kind: Kind::NcclError,
         category: "nccl_unhandled_cuda_error",
         blame: Blame::Unknown,
-        hint: "NCCL hit a CUDA failure: check this GPU's Xids and the job's CUDA errors; rerun \
-               with NCCL_DEBUG=INFO for the failing call.",
+        hint: NCCL_CUDA_HINT,
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // NCCL's CUDACHECK: "NCCL WARN Cuda failure 'an illegal memory access was encountered'"
+        // (newer: "Cuda failure 700 '…'"), after which the call returns ncclUnhandledCudaError
+        // (src/include/checks.h). The CUDA message names the error, but the failure is NCCL's:
+        // it ranks above the CUDA rows so that the line keeps NCCL's family. Other programs'
+        // "Cuda failure" macros print no NCCL tag and stay with the CUDA rows.
+        name: "nccl_cuda_failure",
+        literals: &["Cuda failure "],
+        kind: Kind::NcclError,
+        category: "nccl_unhandled_cuda_error",
+        blame: Blame::Unknown,
+        hint: NCCL_CUDA_HINT,
+        priority: HIGH + 1,
+        requires_any: &["NCCL", "nccl"],
         refines: &[],
     },
     HeadlineRule {
@@ -774,6 +842,11 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "ncclInternalError",
             "internal error - please report this issue to the NCCL",
+            // NCCL 2.7 and older say just "internal error"; PyTorch prints it as "NCCL error in:
+            // <file>:<line>, internal error, NCCL version …" (c10d NCCLUtils.hpp) or, before
+            // 1.1, "NCCL Error 3: internal error" (`ncclResult_t` 3 is ncclInternalError).
+            ", internal error, NCCL version",
+            "NCCL Error 3: internal error",
         ],
         kind: Kind::NcclError,
         category: "nccl_internal_error",
@@ -789,6 +862,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "ncclInvalidUsage",
             "invalid usage (run with NCCL_DEBUG",
+            ", invalid usage, NCCL version",
+            "NCCL Error 5: invalid usage",
             // Two ranks on one GPU: "NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both
             // on CUDA device 1000" (src/init.cc, which then returns ncclInvalidUsage). Keyed on
             // the message's end, which the gate's `CUDA` anchor already covers.
@@ -810,6 +885,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "ncclInvalidArgument",
             "invalid argument (run with NCCL_DEBUG",
+            ", invalid argument, NCCL version",
+            "NCCL Error 4: invalid argument",
         ],
         kind: Kind::NcclError,
         category: "nccl_invalid_argument",
@@ -855,7 +932,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         blame: Blame::Unknown,
         hint: "A peer rank closed its connection: it most likely died first (find the first \
                failing rank's own error), or the network between the hosts dropped.",
-        priority: MID,
+        // Above `c10d_store_connect_failed`, whose exception class may head the same line.
+        priority: MID + 1,
         requires_any: &[
             "NCCL",
             "nccl",
@@ -863,7 +941,36 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "c10d",
             "ProcessGroup",
             "socketProgress",
+            "DistNetworkError",
         ],
+        refines: &[],
+    },
+    HeadlineRule {
+        // An InfiniBand verbs call on NCCL's data path failed: "NCCL WARN Call to ibv_reg_mr
+        // failed with error Cannot allocate memory", "Call to ibv_modify_qp failed with 110
+        // Connection timed out, …", "Call to ibv_create_qp failed" (src/misc/ibvwrap.cc), each
+        // followed by ncclSystemError. Calls made while probing devices at start-up
+        // (ibv_open_device, ibv_fork_init) are left out: NCCL warns and goes on without them.
+        name: "nccl_ib_verbs_failed",
+        // Keyed on "<call> failed", which the gate's ` failed` anchor covers.
+        literals: &[
+            "ibv_reg_mr failed",
+            "ibv_reg_dmabuf_mr failed",
+            "ibv_modify_qp failed",
+            "ibv_create_qp failed",
+            "ibv_create_cq failed",
+            "ibv_alloc_pd failed",
+            "ibv_post_send failed",
+            "ibv_post_recv failed",
+        ],
+        kind: Kind::NcclError,
+        category: "nccl_unhandled_system_error",
+        blame: Blame::Unknown,
+        hint: "An InfiniBand verbs call failed on NCCL's data path: check the HCA and its port \
+               (ibstat), the locked-memory limit (ulimit -l; ibv_reg_mr failing with \
+               \"Cannot allocate memory\"), and GPUDirect RDMA (nvidia-peermem) on both peers.",
+        priority: HIGH,
+        requires_any: &[],
         refines: &[],
     },
     HeadlineRule {
@@ -904,6 +1011,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "socket.cc",
             "socketPollConnect",
             "WARN Call to connect",
+            "DistNetworkError",
         ],
         refines: &[],
     },
@@ -920,6 +1028,14 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "seconds waiting for clients",
             // PyTorch 1.x's c10d TCPStore client ("RuntimeError: Socket Timeout").
             "Socket Timeout",
+            // init_process_group's barrier over the store: "Timed out initializing process group
+            // in store based barrier on rank: 3, for key: store_based_barrier_key:1 (world_size=8,
+            // worker_count=4, timeout=0:30:00)" (distributed_c10d.py `_store_based_barrier`).
+            "Timed out initializing process group in store",
+            // torch.distributed's exception classes for the store and its sockets
+            // (torch/distributed/__init__.py); the socket error after them ranks higher.
+            "DistNetworkError",
+            "DistStoreError",
         ],
         kind: Kind::NcclError,
         category: "c10d_store_connect_failed",
@@ -957,9 +1073,13 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         name: "nccl_error_generic",
         literals: &[
             "NCCL error",
+            // PyTorch before 1.1: "NCCL Error 2: unhandled system error" (THD / c10d
+            // NCCLUtils.hpp), with the `ncclGetErrorString` text that the rows above key on.
+            "NCCL Error",
             // ProcessGroupNCCL.cpp ncclCommWatchdog: the watchdog's exception, whose own text
-            // (a CUDA error, a timeout) usually names a more specific family on the same line.
-            "NCCL watchdog thread terminated with exception",
+            // (a CUDA error, a timeout) usually names a more specific family on the same line
+            // ("NCCL watchdog thread …" before 2.3, "Process group watchdog thread …" since).
+            "watchdog thread terminated with exception",
         ],
         kind: Kind::NcclError,
         category: "unknown",
@@ -1000,7 +1120,16 @@ pub const CONTINUATION_LITERALS: &[&str] = &[
 /// Lines of torchrun's `ChildFailedError` summary that open its root-cause section. They join
 /// the open incident like continuations, but they pass the gate so that the field lines after
 /// them (see [`CONTINUATION_LITERALS`]) are inspected.
-pub const SUMMARY_LITERALS: &[&str] = &["ChildFailedError", "Root Cause (first observed failure)"];
+pub const SUMMARY_LITERALS: &[&str] = &[
+    "ChildFailedError",
+    "Root Cause (first observed failure)",
+    // The elastic agent's log line just before the summary: "api.py:869] failed (exitcode: -6)
+    // local_rank: 0 (pid: 218624) of binary: /usr/bin/python" (torch/distributed/elastic/
+    // multiprocessing/api.py). Keyed with the space before it, which the gate's ` failed`
+    // anchor covers; Python's bare logging format (`…api:failed (exitcode: …`) is left to the
+    // `ChildFailedError` line that follows.
+    " failed (exitcode: ",
+];
 
 /// Literals that a numeric blow-up line must contain (case-sensitive): a non-finite token in
 /// value position after `:`, `=`, `is` or a bare key, a non-finite tensor, or a loss scaler's
@@ -1071,8 +1200,15 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     // anomaly-mode check (numeric.rs).
     "Non-finite",
     "returned nan values in its",
-    // TensorFlow's and Megatron-LM's own non-finite checks (numeric.rs). (Keras' TerminateOnNaN,
-    // "Invalid loss, terminating training", names no value; the progress bar after it does.)
+    // The runtimes' own non-finite checks (numeric.rs): TensorFlow, Megatron-LM, Keras'
+    // TerminateOnNaN and MindSpore ("Invalid loss, terminating training"), Lightning ("Detected
+    // nan and/or inf values in …"); JAX's "invalid value (nan) encountered in" passes `(nan)`.
+    "Invalid loss, terminating",
+    "nan and/or inf values",
+    // A value padded into a fixed-width column (`loss        nan`, numeric.rs's `bare`).
+    "  nan",
+    "  NaN",
+    "  inf",
     "NanLossDuringTrainingError",
     "Tensor had NaN values",
     "Tensor had Inf values",

@@ -33,9 +33,12 @@ fn patterns() -> &'static Patterns {
     P.get_or_init(|| Patterns {
         // The bus id in parentheses is missing from some drivers' lines (`NVRM: Xid 13, Graphics
         // Exception: …`, seen in https://github.com/pop-os/cosmic-comp/issues/2298); the Xid
-        // still counts, without a PCI id.
-        xid: Regex::new(r"NVRM: Xid (?:\(([^)]{0,64})\): )?(\d{1,5})\b,?\s?(.*)")
-            .expect("static regex"),
+        // still counts, without a PCI id. Text retyped or reflowed by hand loses the colon after
+        // `NVRM` or gains a space before the one after the bus id (`NVRM Xid (PCI:…) : 32`).
+        xid: Regex::new(
+            r"NVRM:? ?Xid (?:\((?P<bus>[^)]{0,64})\) ?: ?)?(?P<n>\d{1,5})\b,?\s?(?P<rest>.*)",
+        )
+        .expect("static regex"),
         // NVIDIA's Kubernetes device plugin, which watches Xids through NVML and logs the ones it
         // marks a device unhealthy for: "XidCriticalError: Xid=%d on Device=%s, the device will
         // go unhealthy." (v0.6) and "…; marking device as unhealthy." (internal/rm/health.go).
@@ -72,12 +75,12 @@ pub fn parse_xid(line: &str) -> Option<Evidence> {
             detail: format!("on {}: {}", &c[2], c[3].trim()),
         });
     };
-    let xid: u32 = c.get(2)?.as_str().parse().ok()?;
+    let xid: u32 = c.name("n")?.as_str().parse().ok()?;
     let pci = c
-        .get(1)
+        .name("bus")
         .and_then(|b| p.pci.captures(b.as_str()))
         .map(|m| with_domain(&m[1]));
-    let rest = c.get(3).map_or("", |m| m.as_str());
+    let rest = c.name("rest").map_or("", |m| m.as_str());
     let pid = p.pid.captures(rest).and_then(|m| m[1].parse().ok());
     let process = p
         .name

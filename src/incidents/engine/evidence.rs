@@ -92,7 +92,7 @@ pub(super) fn frame(
 /// `ChildFailedError` summary also name the failure's root cause (the first rank that failed),
 /// which then heads the incident's message.
 pub(super) fn continuation(st: &mut StreamState, f: &Finding, cx: &mut Cx<'_>) {
-    if st.open.is_none() && f.text.contains(CHILD_FAILED) {
+    if st.open.is_none() && CHILD_FAILED.iter().any(|m| f.text.contains(m)) {
         // torchrun's summary with no failure of its own before it (the worker's error went to
         // a log this stream does not carry): the summary is the incident, headed by its root
         // cause once the fields below arrive.
@@ -130,8 +130,10 @@ pub(super) fn continuation(st: &mut StreamState, f: &Finding, cx: &mut Cx<'_>) {
 }
 
 /// The exception torchrun raises when a worker fails (torch/distributed/elastic/
-/// multiprocessing/errors/__init__.py), printed ahead of its summary.
-const CHILD_FAILED: &str = "ChildFailedError";
+/// multiprocessing/errors/__init__.py), printed ahead of its summary, and the elastic agent's
+/// log line before it: "api.py:869] failed (exitcode: -6) local_rank: 0 (pid: 218624) of binary: …"
+/// (multiprocessing/api.py). A log cut off before the summary still shows the failure.
+const CHILD_FAILED: [&str; 2] = ["ChildFailedError", " failed (exitcode: "];
 const CHILD_FAILED_HINT: &str = "torchrun stopped the job because a worker process failed: the \
     summary's root cause names the first rank that failed, its host and exit code; read that \
     rank's own output (its error_file, or its log) for the real error.";

@@ -180,7 +180,7 @@ pub fn derive_gate(openers: &[String]) -> Vec<String> {
     // An anchor that contains another one adds nothing.
     let all = chosen.clone();
     chosen.retain(|a| !all.iter().any(|b| b != a && a.contains(b.as_str())));
-    merge_pairs(&slots, &mut chosen);
+    merge_pairs(&slots, &covers, &mut chosen);
     chosen.sort();
     order_for_teddy(chosen)
 }
@@ -193,12 +193,16 @@ const MERGE_QUALITY_MIN: usize = 6;
 /// pair of anchors whose literals (those no third anchor covers) share one acceptable substring
 /// is replaced by the best such substring, until no pair merges. Fewer anchors keep the gate in
 /// the packed SIMD searcher's small-bucket regime.
-fn merge_pairs(slots: &[&str], chosen: &mut Vec<String>) {
+/// `cover` gives the literals (indices into `slots`) that contain an anchor.
+fn merge_pairs(slots: &[&str], cover: &dyn Fn(&str) -> Vec<usize>, chosen: &mut Vec<String>) {
     loop {
-        let cover = |a: &str| -> Vec<usize> {
-            (0..slots.len()).filter(|&i| slots[i].contains(a)).collect()
-        };
         let covers: Vec<Vec<usize>> = chosen.iter().map(|a| cover(a)).collect();
+        // How many anchors cover each literal: one that `i` or `j` covers is theirs alone when
+        // no other anchor adds to its count.
+        let mut count = vec![0usize; slots.len()];
+        for &s in covers.iter().flatten() {
+            count[s] += 1;
+        }
         let mut best: Option<(usize, usize, String, usize)> = None;
         for i in 0..chosen.len() {
             for j in i + 1..chosen.len() {
@@ -207,11 +211,10 @@ fn merge_pairs(slots: &[&str], chosen: &mut Vec<String>) {
                     .iter()
                     .chain(&covers[j])
                     .copied()
-                    .filter(|&s| {
-                        !covers
-                            .iter()
-                            .enumerate()
-                            .any(|(k, c)| k != i && k != j && c.contains(&s))
+                    .filter(|s| {
+                        let own =
+                            usize::from(covers[i].contains(s)) + usize::from(covers[j].contains(s));
+                        count[*s] == own
                     })
                     .collect();
                 let Some(&first) = only.iter().min_by_key(|&&s| slots[s].len()) else {
@@ -223,11 +226,15 @@ fn merge_pairs(slots: &[&str], chosen: &mut Vec<String>) {
                         let Some(c) = base.get(start..start + n) else {
                             continue;
                         };
+                        // Most substrings of one literal are missing from the others: that
+                        // test first, before the quality lookups.
+                        if !only.iter().all(|&s| slots[s].contains(c)) {
+                            continue;
+                        }
                         let q = quality(c);
                         if q < MERGE_QUALITY_MIN
-                            || in_ordinary_lines(c)
-                            || !only.iter().all(|&s| slots[s].contains(c))
                             || best.as_ref().is_some_and(|b| b.3 >= q)
+                            || in_ordinary_lines(c)
                         {
                             continue;
                         }

@@ -215,23 +215,26 @@ const LATE_RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// The family of the first message of `checks` on `line`, unless the line is a sentence that
-/// names the message in passing (`detect::prose`).
-fn runtime_message(line: &str, checks: &[(&str, &'static str, &'static str)]) -> Option<Evidence> {
+/// The first message of `checks` on `line`, if any: its family, or `None` inside when the line is
+/// a sentence that names the message in passing (`detect::prose`).
+fn runtime_message(
+    line: &str,
+    checks: &[(&str, &'static str, &'static str)],
+) -> Option<Option<Evidence>> {
     let (at, &(m, category, hint)) = checks
         .iter()
         .find_map(|c| line.find(c.0).map(|at| (at, c)))?;
     let hit = at..at + m.len();
     if super::prose::names_error_in_passing(line, std::slice::from_ref(&hit)) {
-        return None;
+        return Some(None);
     }
-    Some(headline(category, hint))
+    Some(Some(headline(category, hint)))
 }
 
 /// Returns numeric evidence for a line, or `None`.
 pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     let p = patterns();
-    if let Some(e) = runtime_message(line, RUNTIME_CHECKS) {
+    if let Some(Some(e)) = runtime_message(line, RUNTIME_CHECKS) {
         return Some(e);
     }
     if line.contains("Tensor had NaN values") || line.contains("Tensor had Inf values") {
@@ -244,14 +247,15 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
         }
         return None;
     }
-    if let Some(e) = runtime_message(line, LATE_RUNTIME_CHECKS) {
+    if let Some(Some(e)) = runtime_message(line, LATE_RUNTIME_CHECKS) {
         return Some(e);
     }
     if line.contains("infinite or NaN") && line.to_ascii_lowercase().contains("loss") {
         return Some(headline("non_finite_loss", LOSS_HINT));
     }
-    if SCALER_CHECKS.iter().any(|c| line.contains(c.0)) {
-        return runtime_message(line, SCALER_CHECKS);
+    // A scaler's message decides the line, also when a sentence only names it.
+    if let Some(e) = runtime_message(line, SCALER_CHECKS) {
+        return e;
     }
     if let Some(c) = p.scale.captures(line) {
         let v = c
@@ -300,7 +304,7 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     });
     let Some(hit) = hit else {
         let Some(g) = p.group.captures(line).filter(|c| !sentence(c)) else {
-            return runtime_message(line, UNSPECIFIED_LOSS_CHECKS);
+            return runtime_message(line, UNSPECIFIED_LOSS_CHECKS).flatten();
         };
         let tok = g.name("tok")?.as_str().to_ascii_lowercase();
         return Some(if tok.contains("nan") {

@@ -376,6 +376,7 @@ mod tests {
             needle in proptest::sample::select(vec![
                 "invalid device function", "cudaErrorInvalidDevice", "CUDA_ERROR_UNKNOWN",
                 "CUSOLVER_STATUS_", "CUFFT_X", "CUBLAS_STATUS_É", "no CUDA-capable device is detected",
+                "Illegal address", "LAUNCH_FAILED",
             ]),
             tail in "\\PC{0,60}",
         ) {
@@ -385,6 +386,7 @@ mod tests {
                     line.contains(e.message)
                         || line.contains(e.runtime_name)
                         || e.driver_name.is_some_and(|d| line.contains(d))
+                        || e.driver_name.is_some_and(|d| driver_short_forms(d).iter().any(|f| line.contains(f.as_str())))
                         || FRAMEWORK_WORDINGS.iter().any(|(w, n)| *n == e.runtime_name && line.contains(w))
                 ),
                 Some(Refined::LibraryStatus(c)) => {

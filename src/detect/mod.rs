@@ -8,6 +8,7 @@
 //! detailed literal on that line and runs the regexes of the families they belong to, in a fixed
 //! precedence order.
 
+pub mod code;
 pub mod cuda_catalog;
 pub mod elastic;
 pub mod gate;
@@ -344,8 +345,11 @@ impl DetectorSet {
             }
         }
         // A sentence that names the error in passing (an explanation quoting it in a code span
-        // or in double quotes) reports nothing.
-        if prose::names_error_in_passing(line, &headline_hits) {
+        // or in double quotes), and a line of code or a definition that holds its text, report
+        // nothing.
+        if prose::names_error_in_passing(line, &headline_hits)
+            || code::holds_error_in_code(line, &headline_hits)
+        {
             headlines.clear();
         }
         // A refining literal counts only where a headline literal brought the line here.

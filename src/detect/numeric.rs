@@ -225,7 +225,10 @@ fn runtime_message(
         .iter()
         .find_map(|c| line.find(c.0).map(|at| (at, c)))?;
     let hit = at..at + m.len();
-    if super::prose::names_error_in_passing(line, std::slice::from_ref(&hit)) {
+    let hits = std::slice::from_ref(&hit);
+    if super::prose::names_error_in_passing(line, hits)
+        || super::code::holds_error_in_code(line, hits)
+    {
         return Some(None);
     }
     Some(Some(headline(category, hint)))

@@ -65,7 +65,7 @@ fn explained_after() -> &'static Regex {
 /// an error means or where it comes from: "a kernel faults with …", "it indicates …". The
 /// participle "reported" is left out: it is mostly an adjective there, "the reported location";
 /// so is "got" without a subject: "the context got corrupted".)
-fn report_cue() -> &'static Regex {
+pub(super) fn report_cue() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,

@@ -1,0 +1,419 @@
+//! Code: tells a line of source code, a script or a definition that holds an error's text from a
+//! line a program printed.
+//!
+//! Threads, READMEs and documentation paste the code that looks for an error as often as the
+//! error itself: `if "CUDA out of memory" in str(e):`, `OOM_PATTERNS = ["…", "…"]`,
+//! `raise RuntimeError("…")`, `printf("CUDA error: %s\n", cudaGetErrorString(e))`,
+//! `except torch.cuda.OutOfMemoryError:`, and the error enums' own definitions
+//! (`cudaErrorIllegalAddress = 700`, "700 is CUDA_ERROR_ILLEGAL_ADDRESS"). None of them is an
+//! event. Only the shape of a statement is recognised, never a particular error's wording:
+//!
+//! - a statement that starts with a keyword of control flow, raising or printing, with every error
+//!   literal inside a string literal; an `except …:` / `catch (…)` clause or a `#define`, whatever
+//!   it names;
+//! - an assignment of a string literal (or a list of them) at the start of the line;
+//! - a string literal compared, searched for or matched (`==`, `in`, `.startswith(`,
+//!   `re.compile(`, `grep`);
+//! - a format string: the literal that holds the error also holds a placeholder (`%s`, `{}`,
+//!   `{size}`, `${VAR}`);
+//! - an enum value defined or glossed: `NAME = 700` at the start of a line, or "700 is NAME".
+//!
+//! A logfmt line (`time=… level=error msg="CUDA error: …"`) is output, not an assignment: it has
+//! several `key=value` pairs, and its first one is not the quoted error.
+
+use regex::Regex;
+use std::ops::Range;
+use std::sync::OnceLock;
+
+/// The regex of a static pattern, compiled on first use.
+fn cached(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pattern).expect("static regex"))
+}
+
+/// A statement that starts with a keyword of control flow, raising, asserting or printing
+/// (Python, C/C++/CUDA, shell, JavaScript, Rust), after indentation, a REPL prompt or a
+/// Markdown bullet.
+fn statement_start() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r"^(?:>>>\s|\.\.\.\s|[-*+]\s+)?\s*(?:\}\s*)?(?:if|elif|else\s+if|while|assert|raise|throw|return|yield|case|print|printf|fprintf|sprintf|snprintf|puts|echo|std::cerr|std::cout|cerr|cout|console\.\w+|logger\.\w+|logging\.\w+|log\.\w+|LOG\(\w+\)|warnings\.warn|self\.assert\w*|assert\w*!|panic!|println!|eprintln!|TORCH_CHECK|AT_ERROR|TORCH_WARN)\b",
+    )
+}
+
+/// Code whatever it names: an exception clause (Python's `except …:`, the C-family
+/// `catch (…)`) or a preprocessor macro (`#define CUDA_CHECK(x) … cudaGetErrorString(e) …`).
+fn handler_clause() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r"^(?:>>>\s|\.\.\.\s)?\s*(?:except\b[^#]*:\s*(?:#.*|pass\s*)?$|(?:\}\s*)?catch\s*\(|#\s*define\s+\w)",
+    )
+}
+
+/// The start of an assignment whose value is a string literal or a list, tuple or map of them:
+/// `NAME = "`, `export NAME="`, `const char *msg = "`, `self.msg = r'`, `PATTERNS = [`.
+fn assignment_start() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r#"^\s*(?:(?:export|const|let|var|static|final|local|readonly|constexpr|auto|char|std::string|string|String|str|val)\s+\**)*[A-Za-z_][\w.\[\]'"]*\s*(?::\s*[\w\[\], .]+)?\s*(?:\+|\|\|)?=\s*[\[({]*\s*(?:[rRbBfFuUL]{1,2})?["'`]"#,
+    )
+}
+
+/// Just before a literal that is compared, searched for or matched: `== "`, `!= '`, `in (`,
+/// `.startswith("`, `re.compile(r"`, `grep -E "`, `strstr(msg, "`.
+fn compared_before() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r#"(?:(?:==|!=|===|!==)\s*|\b(?:startswith|endswith|contains|includes|find|rfind|index|count|search|match|fullmatch|findall|finditer|compile|sub|split|strstr|strcmp|strncmp|test|Regex::new|is_match)\s*\(\s*(?:\w+\s*,\s*)?[rRbBfFuU]{0,2}|\bgrep(?:\s+-\w+)*\s+)$"#,
+    )
+}
+
+/// Just after a literal that is compared or tested for membership: `" in str(e)`, `" == msg`.
+fn compared_after() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(&R, r"^\s*(?:not\s+in|in|==|!=|===|!==)\s+[\w(]")
+}
+
+/// A placeholder of a format string or template: printf's `%s`/`%d`/`%zu`, Python's `{}`,
+/// `{0}`, `{size}`, `{:.2f}`, `{loss:.4f}`, and the shell's `${VAR}`.
+fn placeholder() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r"%(?:[-+ #0]*\d*(?:\.\d+)?(?:l|ll|z|h)?[sdiufgxXpc])|\{(?:\w*(?::[^{}\s]{0,8})?)\}|\$\{\w+\}",
+    )
+}
+
+/// An enum's value defined right after its name: `cudaErrorIllegalAddress = 700`,
+/// `CUDA_ERROR_ILLEGAL_ADDRESS = 700,`, `ncclSystemError = 2`.
+fn defined_after() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(&R, r"^[`'\x22]?\s*=\s*-?\d+\b")
+}
+
+/// A number glossed right before an enum's name: "700 is `CUDA_ERROR_ILLEGAL_ADDRESS`",
+/// "error 2 means ncclSystemError", "code 700 corresponds to the cudaErrorIllegalAddress".
+fn glossed_before() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r"(?i)\b\d+\)?\s+(?:is|means|=|corresponds\s+to|stands\s+for|maps\s+to)\s+(?:the\s+|an?\s+)?(?:code\s+(?:for|of)\s+)?[`'\x22]?$",
+    )
+}
+
+/// Content ranges of the string literals of `line`: double-, single- and backtick-quoted,
+/// honouring backslash escapes. A single quote counts only where it cannot be an apostrophe (not
+/// preceded by a letter or digit).
+fn literals(line: &str) -> Vec<Range<usize>> {
+    let bytes = line.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let q = bytes[i];
+        let opens = match q {
+            b'"' | b'`' => true,
+            b'\'' => i == 0 || !bytes[i - 1].is_ascii_alphanumeric(),
+            _ => false,
+        };
+        if !opens {
+            i += 1;
+            continue;
+        }
+        let start = i + 1;
+        let mut j = start;
+        let mut closed = None;
+        while j < bytes.len() {
+            match bytes[j] {
+                b'\\' => j += 2,
+                c if c == q => {
+                    closed = Some(j);
+                    break;
+                }
+                _ => j += 1,
+            }
+        }
+        match closed {
+            Some(end) => {
+                out.push(start..end);
+                i = end + 1;
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+/// Several `key=value` pairs with no spaces around `=`, as logfmt output has
+/// (`time=… level=error msg="…"`): output of a program, not an assignment.
+fn logfmt(line: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(&R, r"(?:^|\s)[A-Za-z_][\w.]*=\S")
+        .find_iter(line)
+        .count()
+        >= 2
+}
+
+/// Is every one of `hits` (byte ranges of error literals in `line`) part of a line of code, a
+/// format string or an enum's definition, rather than text a program printed?
+pub fn holds_error_in_code(line: &str, hits: &[Range<usize>]) -> bool {
+    if hits.is_empty() {
+        return false;
+    }
+    if handler_clause().is_match(line) {
+        return true;
+    }
+    if hits.iter().all(|h| defined_or_glossed(line, h)) {
+        return true;
+    }
+    let lits = literals(line);
+    let literal_of = |h: &Range<usize>| {
+        lits.iter()
+            .find(|l| l.start <= h.start && h.end <= l.end)
+            .cloned()
+    };
+    let Some(held) = hits.iter().map(literal_of).collect::<Option<Vec<_>>>() else {
+        return false;
+    };
+    if statement_start().is_match(line) && !super::prose::report_cue().is_match(line) {
+        return true;
+    }
+    if assignment_start().is_match(line) && !logfmt(line) {
+        return true;
+    }
+    held.iter().all(|l| {
+        let inner = line.get(l.clone()).unwrap_or("");
+        let before = line.get(..l.start.saturating_sub(1)).unwrap_or("");
+        let after = line.get(l.end + 1..).unwrap_or("");
+        placeholder().is_match(inner)
+            || compared_before().is_match(before)
+            || compared_after().is_match(after)
+    })
+}
+
+/// Is `hit` an enum name defined with its value (`NAME = 700` opening the line) or glossed by
+/// one ("700 is NAME")? Only identifiers qualify: a message in words is never an enum.
+fn defined_or_glossed(line: &str, hit: &Range<usize>) -> bool {
+    let Some(name) = line.get(hit.clone()) else {
+        return false;
+    };
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return false;
+    }
+    let before = line.get(..hit.start).unwrap_or("");
+    let after = line.get(hit.end..).unwrap_or("");
+    // The identifier may continue past the literal (`CUDA_ERROR_ILLEGAL_ADDRESS` from a
+    // `CUDA_ERROR_` literal).
+    let after = after.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+    let opens_line = before
+        .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '-' | '*' | '+' | '|' | '`'))
+        .trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_')
+        .is_empty();
+    (opens_line && defined_after().is_match(after)) || glossed_before().is_match(before)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn in_code(line: &str, lit: &str) -> bool {
+        let hits: Vec<_> = line
+            .match_indices(lit)
+            .map(|(i, m)| i..i + m.len())
+            .collect();
+        assert!(!hits.is_empty(), "{lit:?} not in {line:?}");
+        holds_error_in_code(line, &hits)
+    }
+
+    #[test]
+    fn statements_that_look_for_errors_are_code() {
+        assert!(in_code(
+            r#"    if "CUDA out of memory" in str(e):"#,
+            "CUDA out of memory"
+        ));
+        assert!(in_code(
+            r#"        raise RuntimeError("CUDA error: an illegal memory access was encountered")"#,
+            "an illegal memory access"
+        ));
+        assert!(in_code(
+            r#"    assert "device-side assert triggered" in stderr"#,
+            "device-side assert triggered"
+        ));
+        assert!(in_code(
+            r#"            logger.error("NCCL error: unhandled system error, retrying")"#,
+            "unhandled system error"
+        ));
+        assert!(in_code(
+            "except torch.cuda.OutOfMemoryError:",
+            "OutOfMemoryError"
+        ));
+        assert!(in_code(
+            "    except (RuntimeError, torch.cuda.OutOfMemoryError) as e:  # retry smaller",
+            "OutOfMemoryError"
+        ));
+        assert!(in_code(
+            "} catch (const c10::OutOfMemoryError& e) {",
+            "OutOfMemoryError"
+        ));
+        assert!(in_code(
+            r#"grep -E "NCCL WARN|unhandled cuda error" train.log"#,
+            "unhandled cuda error"
+        ));
+        assert!(in_code(
+            r#"    if msg.startswith("CUDA error: out of memory"):"#,
+            "out of memory"
+        ));
+    }
+
+    #[test]
+    fn assignments_and_templates_are_code() {
+        assert!(in_code(
+            r#"OOM_PATTERNS = ["CUDA out of memory", "RESOURCE_EXHAUSTED: Out of memory"]"#,
+            "CUDA out of memory"
+        ));
+        assert!(in_code(
+            r#"ERROR_MESSAGE="RuntimeError: CUDA error: device-side assert triggered""#,
+            "device-side assert triggered"
+        ));
+        assert!(in_code(
+            r#"export NCCL_ERR='unhandled system error'"#,
+            "unhandled system error"
+        ));
+        assert!(in_code(
+            r#"    #define CUDA_CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("CUDA error: %s\n", cudaGetErrorString(e)); exit(1);} } while (0)"#,
+            "CUDA error: "
+        ));
+        assert!(in_code(
+            "#define CHECK(call) if ((call) != cudaSuccess) { cudaError_t err = cudaGetLastError(); abort(); }",
+            "cudaError"
+        ));
+        assert!(in_code(
+            r#"  "msg": "CUDA out of memory. Tried to allocate {size}","#,
+            "CUDA out of memory"
+        ));
+        assert!(in_code(
+            r#"  fprintf(stderr, "illegal memory access at %s:%d\n", file, line);"#,
+            "illegal memory access"
+        ));
+    }
+
+    #[test]
+    fn enum_definitions_and_glosses_are_not_events() {
+        assert!(in_code(
+            "cudaErrorIllegalAddress = 700",
+            "cudaErrorIllegalAddress"
+        ));
+        assert!(in_code(
+            "    CUDA_ERROR_ILLEGAL_ADDRESS = 700,",
+            "CUDA_ERROR_ILLEGAL_ADDRESS"
+        ));
+        assert!(in_code(
+            "`CUDA_ERROR_ILLEGAL_ADDRESS = 700`: While executing a kernel, the device encountered a load or store instruction on an invalid memory address.",
+            "CUDA_ERROR_ILLEGAL_ADDRESS"
+        ));
+        assert!(in_code(
+            "Error 700 is CUDA_ERROR_ILLEGAL_ADDRESS, which means a kernel dereferenced a bad pointer.",
+            "CUDA_ERROR_ILLEGAL_ADDRESS"
+        ));
+        assert!(in_code(
+            "700 is `cudaErrorIllegalAddress`.",
+            "cudaErrorIllegalAddress"
+        ));
+    }
+
+    #[test]
+    fn printed_errors_are_not_code() {
+        // What programs print, with quotes, `=` and the error's code beside the name.
+        for (line, lit) in [
+            (
+                r#"time=2024-05-01T10:00:00Z level=ERROR source=server.go:512 msg="llama runner process has terminated: CUDA error: out of memory""#,
+                "out of memory",
+            ),
+            (
+                r#"CUDA error at cudaMemcpy.cu:52 code=700(cudaErrorIllegalAddress) "cudaDeviceSynchronize()""#,
+                "cudaErrorIllegalAddress",
+            ),
+            (
+                "RuntimeError: CUDA error: an illegal memory access was encountered",
+                "an illegal memory access",
+            ),
+            (
+                "misc/nvmlwrap.c:123 NCCL WARN Cuda failure 'out of memory'",
+                "out of memory",
+            ),
+            (
+                r#"I get "CUDA error: device-side assert triggered" when training with a batch of 64"#,
+                "device-side assert triggered",
+            ),
+            (
+                "CUDA_ERROR_ILLEGAL_ADDRESS (700) in cuCtxSynchronize()",
+                "CUDA_ERROR_ILLEGAL_ADDRESS",
+            ),
+            (
+                "Error: cuMemcpyDtoH failed: CUDA_ERROR_ILLEGAL_ADDRESS = 700",
+                "CUDA_ERROR_ILLEGAL_ADDRESS",
+            ),
+            (
+                r#"{"level":"error","msg":"CUDA out of memory. Tried to allocate 2.00 GiB"}"#,
+                "CUDA out of memory",
+            ),
+            (
+                r#"ValueError: Expected parameter probs (Tensor of shape (64, 10)) of distribution Categorical(probs: torch.Size([64, 10])) to satisfy the constraint Simplex(), but found invalid values"#,
+                "found invalid values",
+            ),
+            (
+                r#"while training on 8 GPUs i get "CUDA error: out of memory" after an hour"#,
+                "out of memory",
+            ),
+            (
+                r#"I can't find "unhandled cuda error" anywhere in the NCCL log"#,
+                "unhandled cuda error",
+            ),
+            ("    return forward_call(*args, **kwargs)", "forward_call"),
+        ] {
+            assert!(!in_code(line, lit), "{line}");
+        }
+    }
+
+    #[test]
+    fn literals_skip_apostrophes_and_escapes() {
+        let line = r#"it's "a \"quoted\" text" and 'one more'"#;
+        let got: Vec<&str> = literals(line).into_iter().map(|r| &line[r]).collect();
+        assert_eq!(got, vec![r#"a \"quoted\" text"#, "one more"]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Any line and any char-aligned hits: no panic, and a line with no quote, no `=`, no
+        /// keyword and no digit is never code.
+        #[test]
+        fn any_line_and_hits_are_handled(
+            line in "[ -~\u{201c}\u{4e00}é]{0,120}",
+            cuts in proptest::collection::vec((0usize..130, 0usize..130), 1..4),
+        ) {
+            let bounds: Vec<usize> = line.char_indices().map(|(i, _)| i).chain([line.len()]).collect();
+            let hits: Vec<Range<usize>> = cuts
+                .iter()
+                .map(|&(a, b)| {
+                    let (a, b) = (bounds[a % bounds.len()], bounds[b % bounds.len()]);
+                    a.min(b)..a.max(b)
+                })
+                .collect();
+            let code = holds_error_in_code(&line, &hits);
+            let plain: String = line
+                .chars()
+                .filter(|c| c.is_ascii_lowercase() || *c == ' ')
+                .collect();
+            let plain_hits = vec![Range { start: 0, end: plain.len() }];
+            let starts_with_keyword = statement_start().is_match(&plain)
+                || handler_clause().is_match(&plain);
+            proptest::prop_assert!(
+                starts_with_keyword || !holds_error_in_code(&plain, &plain_hits),
+                "{plain:?} ({code})"
+            );
+        }
+    }
+}

@@ -156,6 +156,9 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     if hits.is_empty() {
         return false;
     }
+    if announces_a_fix(line) {
+        return true;
+    }
     if !(line.contains('`') || line.contains('"') || line.contains('\u{201c}')) {
         return explained_in_a_paragraph(line, hits);
     }
@@ -193,6 +196,40 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     (explained || line.get(..before).map_or(0, words) >= WORDS_BEFORE)
         && words(&outside) >= SENTENCE_WORDS
         && !report_cue().is_match(&outside)
+}
+
+/// A changelog entry, commit subject or pull-request title that announces a fix for the error
+/// ("- Fixed a crash with `…`", "[Bugfix] Fix illegal memory access in …", "fix(attn): avoid …",
+/// "Prevent CUDA out of memory during …"): after a bullet, `[Tag]` groups and a conventional-commit
+/// type, it starts with a verb of fixing, or a tag or type says it is a fix. A question ("How to
+/// fix …?", "… fix?") and a plea ("Fix needed: …") are reports.
+fn announces_a_fix(line: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let r = cached(
+        &R,
+        r"(?i)^\s*(?:[-*+\u{2022}]\s+)?(?:\[[\w /-]{1,24}\]\s*:?\s*)*(?:(?:(?P<type>[a-z]{2,10})(?:\([\w ./-]{1,30}\))?!?:\s*))?(?P<verb>fix|fixed|fixes|fixing|resolve[ds]?|prevent(?:s|ed)?|avoid(?:s|ed)?|handle[ds]?|mitigate[ds]?|work\s*around|workaround)?\b(?P<next>\s+\w+)?",
+    );
+    if line.contains('?') {
+        return false;
+    }
+    let Some(c) = r.captures(line) else {
+        return false;
+    };
+    let head = c.get(0).map_or("", |m| m.as_str()).to_ascii_lowercase();
+    let tagged = ["[bugfix]", "[bug fix]", "[fix]", "[hotfix]"]
+        .iter()
+        .any(|t| head.contains(t))
+        || c.name("type").is_some_and(|t| {
+            matches!(
+                t.as_str().to_ascii_lowercase().as_str(),
+                "fix" | "bugfix" | "hotfix"
+            )
+        });
+    let verb = c.name("verb").is_some()
+        && !c
+            .name("next")
+            .is_some_and(|n| n.as_str().trim().eq_ignore_ascii_case("needed"));
+    tagged || verb
 }
 
 /// Han, kana and hangul characters in `text`.
@@ -287,6 +324,64 @@ mod tests {
             "As the programming guide notes, ``cudaErrorIllegalAddress`` leaves the context unusable, so the process has to restart.",
             "cudaErrorIllegalAddress"
         ));
+    }
+
+    #[test]
+    fn announced_fixes_are_not_reports() {
+        // Changelog entries, commit subjects and pull-request titles.
+        for (line, lit) in [
+            (
+                "- Fixed a crash with `CUDA error: misaligned address` in the fused attention kernel.",
+                "misaligned address",
+            ),
+            (
+                "fix(attention): avoid CUDA error: an illegal memory access was encountered for long prompts",
+                "an illegal memory access",
+            ),
+            (
+                "* Fixes \"RuntimeError: CUDA error: device-side assert triggered\" when labels contain -1 (#4521)",
+                "device-side assert triggered",
+            ),
+            (
+                "Resolved NCCL timeout (Watchdog caught collective operation timeout) on multi-node jobs",
+                "Watchdog caught collective operation timeout",
+            ),
+            (
+                "[BugFix] Prevent CUDA out of memory during profiling run",
+                "CUDA out of memory",
+            ),
+            (
+                "[Kernel][Bugfix] CUDA error: an illegal memory access was encountered with fp8 KV cache",
+                "an illegal memory access",
+            ),
+        ] {
+            assert!(mention(line, lit), "{line}");
+        }
+        // Reports that contain a fixing verb.
+        for (line, lit) in [
+            (
+                "Fix needed: RuntimeError: CUDA error: an illegal memory access was encountered",
+                "an illegal memory access",
+            ),
+            (
+                "How to fix RuntimeError: CUDA error: device-side assert triggered?",
+                "device-side assert triggered",
+            ),
+            (
+                "[Bug]: CUDA out of memory when loading Llama-3-70B with tensor_parallel_size=4",
+                "CUDA out of memory",
+            ),
+            (
+                "RuntimeError: CUDA error: device-side assert triggered (fixed by upgrading?)",
+                "device-side assert triggered",
+            ),
+            (
+                "feat: CUDA error: an illegal memory access was encountered after enabling fusion",
+                "an illegal memory access",
+            ),
+        ] {
+            assert!(!mention(line, lit), "{line}");
+        }
     }
 
     #[test]

@@ -317,6 +317,13 @@ fn fresh5_set_scores() {
     score("fresh5");
 }
 
+/// Round seven's set, collected by someone who had not read the rules, after the round's first
+/// rules (code and changelog lines) and before any of its samples was read.
+#[test]
+fn fresh6_set_scores() {
+    score("fresh6");
+}
+
 fn score(set: &str) {
     let samples = load(set);
     let mut per_kind: BTreeMap<String, Tally> = BTreeMap::new();

@@ -57,7 +57,7 @@ pub fn parse_all(line: &str) -> Vec<Evidence> {
         let segment = &line[end..seg_end];
         if let Some((expr, used)) = printf_form(segment) {
             if let Some(assertion) = clean_expression(expr) {
-                out.extend(evidence(&line[prefix_start..start], assertion));
+                out.extend(evidence(&line[prefix_start..start], assertion, ""));
                 prefix_start = end + used;
                 continue;
             }
@@ -70,7 +70,8 @@ pub fn parse_all(line: &str) -> Vec<Evidence> {
         };
         let prefix = &line[prefix_start..start];
         prefix_start = end + failed + "failed".len();
-        out.extend(evidence(prefix, assertion));
+        let message = segment.get(failed + "failed".len()..).unwrap_or("");
+        out.extend(evidence(prefix, assertion, message));
     }
     out
 }
@@ -80,7 +81,9 @@ pub fn parse_all(line: &str) -> Vec<Evidence> {
 /// that CUDA's device `assert` always prints, from a C/C++ file that is not one of the catalog's
 /// kernel sources, with an expression the catalog does not know (LLVM inside Triton's compiler,
 /// a C++ extension's host code).
-fn evidence(prefix: &str, assertion: String) -> Option<Evidence> {
+/// `message` is what the kernel printed after "failed." (PaddlePaddle's `PADDLE_ENFORCE` in
+/// device code prints its own sentence there).
+fn evidence(prefix: &str, assertion: String, message: &str) -> Option<Evidence> {
     let p = patterns();
     let file_line = p.kernel_file.captures_iter(prefix).last();
     let basename = file_line
@@ -103,14 +106,21 @@ fn evidence(prefix: &str, assertion: String) -> Option<Evidence> {
     let host_file = basename.is_some_and(|b| {
         !b.ends_with(".cu") && !b.ends_with(".cuh") && !assert_catalog::is_known_file(b)
     });
-    if block.is_none() && host_file && site.is_none() {
+    // glibc's host `assert` prints nothing after "failed."; a range-check sentence there is
+    // PaddlePaddle's device-side enforce, whatever file it is in.
+    if block.is_none() && host_file && site.is_none() && family_of_message(message).is_none() {
         return None;
     }
     let assertion = match site {
         Some(site) => site.expression.to_owned(),
         None => assertion,
     };
-    let (category, hint) = classify(&assertion, kernel_file.as_deref());
+    let (mut category, mut hint) = classify(&assertion, kernel_file.as_deref());
+    if category == "unknown" {
+        if let Some(f) = family_of_message(message) {
+            (category, hint) = family_hint(f);
+        }
+    }
     Some(Evidence::KernelAssert {
         kernel_file,
         assertion,
@@ -251,6 +261,31 @@ pub fn classify(assertion: &str, kernel_file: Option<&str>) -> (&'static str, &'
     ("unknown", UNKNOWN_ASSERT_HINT)
 }
 
+/// The family a device assertion's own message names, for an expression that names none
+/// (PaddlePaddle prints `Assertion \`false\` failed.` or the bare condition, then its
+/// `PADDLE_ENFORCE` sentence: "Variable value (label) of OP(fluid.layers.cross_entropy) expected
+/// >= 0 and < %ld, but got %ld. Please check label value.", "… (input) of
+/// OP(fluid.layers.embedding) expected >= 0 and < %ld …. Please check input value." in
+/// paddle/phi/kernels/gpu and paddle/fluid/operators). A range check on a label is a target
+/// outside the classes; one on an input or index is an index out of bounds.
+fn family_of_message(message: &str) -> Option<&'static str> {
+    let m = message.to_ascii_lowercase();
+    let range_check = m.contains("expected >= 0")
+        || m.contains("expected to be")
+        || m.contains("out of range")
+        || m.contains("out of bound");
+    if !range_check {
+        return None;
+    }
+    if m.contains("label") {
+        Some("nll_target_out_of_range")
+    } else if m.contains("index") || m.contains("(input)") || m.contains("input value") {
+        Some("index_out_of_bounds")
+    } else {
+        None
+    }
+}
+
 /// A family's name and hint: the built-in table's hint for its own families, else the catalog's.
 fn family_hint(family: &'static str) -> (&'static str, &'static str) {
     if let Some(b) = ASSERT_FAMILIES.iter().find(|f| f.category == family) {
@@ -335,6 +370,24 @@ mod tests {
     #[test]
     fn driver_assertion_wording_is_not_a_kernel_assert() {
         assert!(parse("NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required").is_none());
+    }
+
+    #[test]
+    fn paddle_enforce_messages_name_the_family() {
+        // PADDLE_ENFORCE's sentences in device code (paddle/phi/kernels/gpu/cross_entropy_kernel.cu,
+        // embedding kernels).
+        let (_, a, c) = get("Error: /paddle/paddle/phi/kernels/gpu/cross_entropy_kernel.cu:1008 Assertion `false` failed. The value of label expected >= 0 and < 10, or == 255, but got 12. Please check label value.");
+        assert_eq!(
+            (a.as_str(), c.as_str()),
+            ("false", "nll_target_out_of_range")
+        );
+        let (_, _, c) = get("Error: /paddle/paddle/fluid/operators/cross_entropy_op.h:102 Assertion `label >= 0 && label < feature_size_` failed. Variable value (label) of OP(fluid.layers.cross_entropy) expected >= 0 and < 2, but got 5. Please check label value.");
+        assert_eq!(c, "nll_target_out_of_range");
+        let (_, _, c) = get("Error: /paddle/paddle/phi/kernels/gpu/embedding_kernel.cu:56 Assertion `false` failed. Variable value (input) of OP(fluid.layers.embedding) expected >= 0 and < 100, but got 100. Please check input value.");
+        assert_eq!(c, "index_out_of_bounds");
+        // A message that checks no range names nothing.
+        let (_, _, c) = get("Error: /paddle/paddle/phi/kernels/gpu/foo_kernel.cu:12 Assertion `false` failed. Something else went wrong.");
+        assert_eq!(c, "unknown");
     }
 
     #[test]

@@ -27,6 +27,11 @@ struct Patterns {
     /// caused by …"), not a printed metric.
     prose_after: Regex,
     scale: Regex,
+    /// Caffe's `debug_info` lines (src/caffe/net.cpp `ForwardDebugInfo`, `BackwardDebugInfo`,
+    /// `UpdateDebugInfo`): `[Backward] Layer conv3_1, bottom blob conv3_1 diff: nan`,
+    /// `[Forward] Layer fc8, top blob fc8 data: inf`, `[Update] Layer fc8, param 0 data: nan;
+    /// diff: nan`.
+    caffe_debug: Regex,
     /// A loss scale printed as a metric: `loss_scale=0.062` (fairseq's progress line),
     /// `'loss_scale': 0.5` (metrics dicts).
     scale_metric: Regex,
@@ -43,7 +48,7 @@ const KEY: &str =
 /// print: Python, numpy and PyTorch `nan`/`inf` (C's `%f` too, `%F` gives `NAN`/`INF`), and the
 /// JVM's `Double.toString` and JavaScript's `NaN`/`Infinity` (Scala/Java trainers, JS loggers).
 const TOKEN: &str =
-    r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:$|[\s,;|}\])'"]|\.(?:\s|$))"#;
+    r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:$|[\s,;|}\])'"`]|\.(?:\s|$))"#;
 
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
@@ -52,8 +57,10 @@ fn patterns() -> &'static Patterns {
         // (average)" — `loss: 0.4012 (nan)` (torchvision references' SmoothedValue, DETR,
         // BEiT/unilm) — or the reverse, `loss: nan (0.4012)`. A key may name its statistics
         // and print them as a tuple: `validation loss (min, avg, max): (inf, nan, -inf)`.
+        // Fixed-width tables pad the key before its colon (`LOSS     :  nan`), and Chinese
+        // reports join key and value with a copula (`loss为nan`, `grad_norm为 nan`).
         keyed: Regex::new(&format!(
-            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?\s{{0,3}}[:=][ \t]{{0,16}}['"(]?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
+            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:[:=]|为|為|是|变成|變成)[ \t]{{0,16}}['"(]?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
         ))
         .expect("static regex"),
         // Fixed-width formatters pad the value into a column (`loss        nan`).
@@ -85,6 +92,10 @@ fn patterns() -> &'static Patterns {
             r"(?i)loss[ _]scaler?\b.{0,80}?\b(?:reduc\w*|decreas\w*|lower\w*|set|setting|drop\w*|dropping|adjust\w*) (?:loss[ _]scale |the scale |scale )?to:?\s*([0-9][0-9.eE+-]{0,30})|\b(?:reduc\w*|decreas\w*|lower\w*|set|setting|drop\w*|adjust\w*) (?:the )?loss[ _]scale to:?\s*([0-9][0-9.eE+-]{0,30})",
         )
         .expect("static regex"),
+        caffe_debug: Regex::new(&format!(
+            r"\[(?P<pass>Forward|Backward|Update)\] Layer .{{0,200}}?\b(?:data|diff): (?-i:{TOKEN})"
+        ))
+        .expect("static regex"),
         scale_metric: Regex::new(
             r#"(?i)\bloss_scale['"]?(?:\s{0,2}[:=]\s{0,2}|\s{1,2})([0-9][0-9.eE+-]{0,30})"#,
         )
@@ -112,6 +123,12 @@ const GRAD_HINT: &str = "The gradient norm is NaN/inf: a layer produced non-fini
 const BACKWARD_HINT: &str = "Autograd's anomaly mode found NaN in a backward function's output: \
     the traceback above it names the forward operation; look for a division by zero, sqrt/log of \
     0 or a norm of a zero vector there, and add an epsilon.";
+const CAFFE_BACKWARD_HINT: &str = "Caffe's debug info shows NaN/inf gradients in a layer's \
+    backward pass: the first layer (from the top) whose diff turns non-finite is the culprit; \
+    check its inputs and the learning rate, and clip gradients.";
+const CAFFE_FORWARD_HINT: &str = "Caffe's debug info shows NaN/inf activations in a layer's \
+    forward pass: look at the first layer whose top blob turns non-finite (a log of 0, a division \
+    by zero, exploding weights).";
 const PARAM_HINT: &str = "A parameter became NaN/inf after an optimizer step: the gradients \
     blew up; lower the learning rate or clip gradients, and check the inputs of the last batch.";
 const VALUE_HINT: &str = "JAX's NaN/inf checking stopped at the first operation that produced a \
@@ -282,14 +299,30 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             }
         }
     }
+    if let Some(c) = p.caffe_debug.captures(line) {
+        return Some(match c.name("pass").map(|m| m.as_str()) {
+            Some("Backward") => headline("nan_in_backward", CAFFE_BACKWARD_HINT),
+            Some("Update") => headline("non_finite_parameters", PARAM_HINT),
+            _ => headline("non_finite_value", CAFFE_FORWARD_HINT),
+        });
+    }
     // The key and its value. `keyed` is a log's or a metrics dict's shape and stands on its
     // own; the bare and verbal forms also occur in sentences ("if the loss is nan, …"), so a
     // line with a conditional or descriptive word before the key is prose, not an event.
     // A line that prints both a loss and a gradient norm (mmengine: `grad_norm: nan  loss: nan`)
     // is the loss's family: a non-finite loss makes the gradients non-finite, not the reverse.
+    // A value quoted as code in a sentence that says someone met it ("I encountered `loss=inf`
+    // at the 3rd epoch") is a report, whatever words come before it.
+    let reported_code = |m: regex::Match| {
+        line[..m.start()].ends_with('`')
+            && (m.as_str().ends_with('`') || line[m.end()..].starts_with('`'))
+            && super::prose::report_cue().is_match(line)
+    };
     let sentence = |c: &regex::Captures| {
         c.get(0).is_some_and(|m| {
-            p.prose.is_match(&line[..m.start()]) || p.prose_after.is_match(&line[m.end()..])
+            !reported_code(m)
+                && (p.prose.is_match(&line[..m.start()])
+                    || p.prose_after.is_match(&line[m.end()..]))
         })
     };
     let keyed = p.keyed.captures_iter(line).filter(|c| !sentence(c)).fold(
@@ -356,6 +389,46 @@ mod tests {
         );
         assert_eq!(cat("[grad_norm]: inf").as_deref(), Some("nan_grad_norm"));
         assert_eq!(cat("| [Loss] 0.4211 | [step] 104 |"), None);
+    }
+
+    #[test]
+    fn padded_keys_copulas_code_spans_and_caffe_debug_info() {
+        // A fixed-width table pads the key before its colon.
+        assert_eq!(cat("LOSS     :  nan").as_deref(), Some("non_finite_loss"));
+        assert_eq!(cat("Epoch    :  8"), None);
+        // Chinese reports join key and value with a copula.
+        assert_eq!(
+            cat("训练到第3个epoch时 loss为 nan").as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(cat("grad_norm为 nan").as_deref(), Some("nan_grad_norm"));
+        // A value quoted as code in a sentence that says someone met it.
+        assert_eq!(
+            cat("I encountered `loss=inf` at 3rd epoch (1 and 2 ran without any issue).")
+                .as_deref(),
+            Some("inf_loss")
+        );
+        assert_eq!(
+            cat("If the loss becomes `loss=nan`, lower the learning rate."),
+            None
+        );
+        // Caffe's debug_info (src/caffe/net.cpp).
+        assert_eq!(
+            cat("I0315 11:08:25.781900 11950 net.cpp:630]     [Backward] Layer relu3_3, param blob 0 diff: nan").as_deref(),
+            Some("nan_in_backward")
+        );
+        assert_eq!(
+            cat("I0315 11:08:25.781900 11950 net.cpp:591]     [Forward] Layer fc8, top blob fc8 data: inf").as_deref(),
+            Some("non_finite_value")
+        );
+        assert_eq!(
+            cat("I0315 11:08:25.781900 11950 net.cpp:642]     [Update] Layer conv1, param 0 data: 0.0123; diff: nan").as_deref(),
+            Some("non_finite_parameters")
+        );
+        assert_eq!(
+            cat("I0315 11:08:25.784045 11950 net.cpp:619]     [Backward] Layer conv3_3, bottom blob conv3_2 diff: 0.00012"),
+            None
+        );
     }
 
     #[test]

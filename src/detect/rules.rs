@@ -661,9 +661,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // "cuda runtime error (2) : out of memory" (lib/THC/THCGeneral.c).
             "error=2 : out of memory",
             "error (2) : out of memory",
-            // Julia's CUDA.jl: `OutOfGPUMemoryError`, shown as "Out of GPU memory trying to
-            // allocate 1.000 GiB" followed by the pool's usage (src/pool.jl).
-            "Out of GPU memory trying to allocate",
+            // Julia's CUDA.jl: `OutOfGPUMemoryError`, shown as "Out of GPU memory" and, when
+            // the request's size is known, " trying to allocate 1.000 GiB", followed by the
+            // pool's usage (src/pool.jl `Base.showerror`).
+            "Out of GPU memory",
             "OutOfGPUMemoryError",
             // ggml / llama.cpp: "alloc_tensor_range: failed to allocate CUDA0 buffer of size N",
             // "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer", "unable to allocate CUDA0
@@ -673,6 +674,17 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // TensorRT, after its allocator's warning "Requested amount of GPU memory (N bytes)
             // could not be allocated": "Error Code 2: OutOfMemory (no further information)".
             "Error Code 2: OutOfMemory",
+            // TensorRT's allocator itself: "Requested amount of GPU memory (N bytes) could not be
+            // allocated. There may not be enough free memory for allocation to succeed." (older
+            // releases: "Requested amount of memory (N bytes) …"), and TensorRT 7's
+            // "../rtSafe/WeightsPtr.cpp (92) - OutOfMemory Error in allocate: 0".
+            "Requested amount of GPU memory",
+            "Requested amount of memory (",
+            "OutOfMemory Error in",
+            // CuPy before v5 (cupy/cuda/memory.pyx `OutOfMemoryError`): "out of memory to
+            // allocate N bytes (total M bytes)"; Chainer prints it as "Exception in main
+            // training loop: out of memory to allocate …".
+            "out of memory to allocate",
         ],
         kind: Kind::Oom,
         category: "cuda_oom",
@@ -732,6 +744,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "cudaError",
             // cutorch/THC: "THCudaCheck FAIL file=%s line=%i error=%i : %s" (lib/THC/THCGeneral.c).
             "THCudaCheck FAIL",
+            // The "Cuda failure" of CUDA checking macros outside NCCL (cutlass and
+            // FasterTransformer-style `check_cuda_error`, many samples): "Cuda failure: misaligned
+            // address"; with NCCL on the line the NCCL row above wins.
+            "Cuda failure",
             // glog's CHECK of a runtime call (Caffe's CUDA_CHECK): "Check failed: error ==
             // cudaSuccess (N vs. 0)  <message>", whatever the error.
             "error == cudaSuccess (",
@@ -847,6 +863,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // 1.1, "NCCL Error 3: internal error" (`ncclResult_t` 3 is ncclInternalError).
             ", internal error, NCCL version",
             "NCCL Error 3: internal error",
+            // XLA's "NCCL operation …(…) failed: internal error" (see nccl_invalid_usage).
+            "failed: internal error",
         ],
         kind: Kind::NcclError,
         category: "nccl_internal_error",
@@ -854,7 +872,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: "NCCL reported an internal error: rerun with NCCL_DEBUG=INFO and check NCCL and \
                driver versions across ranks.",
         priority: HIGH,
-        requires_any: &[],
+        // Other libraries fail with "internal error" too: XLA's wording counts only where the
+        // line names NCCL, as all the other literals do.
+        requires_any: &["NCCL", "nccl"],
         refines: &[],
     },
     HeadlineRule {
@@ -868,6 +888,11 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // on CUDA device 1000" (src/init.cc, which then returns ncclInvalidUsage). Keyed on
             // the message's end, which the gate's `CUDA` anchor already covers.
             "both on CUDA device",
+            // XLA's NCCL calls (xla/service/gpu nccl_utils, nccl_all_reduce_thunk, also in
+            // TensorFlow's copy): "NCCL operation ncclAllReduce(…) failed: invalid usage", with
+            // `ncclGetErrorString`'s text after "failed: " (so also in the rows for internal
+            // errors and invalid arguments). CUDA has no "invalid usage" message.
+            "failed: invalid usage",
         ],
         kind: Kind::NcclError,
         category: "nccl_invalid_usage",
@@ -887,6 +912,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "invalid argument (run with NCCL_DEBUG",
             ", invalid argument, NCCL version",
             "NCCL Error 4: invalid argument",
+            "failed: invalid argument",
         ],
         kind: Kind::NcclError,
         category: "nccl_invalid_argument",
@@ -894,7 +920,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: "NCCL rejected an argument (a buffer on the wrong device, a count or datatype that \
                differs between ranks): rerun with NCCL_DEBUG=WARN to see which.",
         priority: HIGH,
-        requires_any: &[],
+        // As for internal errors: CUDA's own "invalid argument" must not read as NCCL's.
+        requires_any: &["NCCL", "nccl"],
         refines: &[],
     },
     HeadlineRule {
@@ -1056,7 +1083,6 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "The connection to the C10d store has failed",
             "RendezvousConnectionError",
-            "RendezvousTimeoutError",
             "RendezvousClosedError",
         ],
         kind: Kind::NcclError,
@@ -1065,6 +1091,23 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: "torchrun's rendezvous failed: its backend (the c10d store or etcd endpoint in \
                --rdzv-endpoint) is unreachable, or not every node joined within the rendezvous \
                timeout; check the endpoint host and that all nodes started.",
+        priority: MID,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // `RendezvousTimeoutError` (torch/distributed/elastic/rendezvous/api.py), raised when
+        // not enough nodes joined within `--rdzv-conf join_timeout` (dynamic_rendezvous.py) or
+        // the store did not answer in time; not a broken connection.
+        name: "rendezvous_timeout",
+        literals: &["RendezvousTimeoutError"],
+        kind: Kind::NcclError,
+        category: "rendezvous_timeout",
+        blame: Blame::Unknown,
+        hint: "torchrun's rendezvous timed out: not every node joined within the join timeout \
+               (--nnodes larger than the nodes that started, a node stuck before torchrun, or a \
+               slow or unreachable --rdzv-endpoint); check that all nodes started and reach the \
+               endpoint.",
         priority: MID,
         requires_any: &[],
         refines: &[],
@@ -1209,6 +1252,8 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     "  nan",
     "  NaN",
     "  inf",
+    // Chinese reports join key and value with a copula (`loss为nan`, `grad_norm为 nan`).
+    "为 nan",
     "NanLossDuringTrainingError",
     "Tensor had NaN values",
     "Tensor had Inf values",

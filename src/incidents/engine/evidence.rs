@@ -132,8 +132,13 @@ pub(super) fn continuation(st: &mut StreamState, f: &Finding, cx: &mut Cx<'_>) {
 /// The exception torchrun raises when a worker fails (torch/distributed/elastic/
 /// multiprocessing/errors/__init__.py), printed ahead of its summary, and the elastic agent's
 /// log line before it: "api.py:869] failed (exitcode: -6) local_rank: 0 (pid: 218624) of binary: …"
-/// (multiprocessing/api.py). A log cut off before the summary still shows the failure.
-const CHILD_FAILED: [&str; 2] = ["ChildFailedError", " failed (exitcode: "];
+/// (multiprocessing/api.py), and the summary's root-cause header. A log cut off before or inside
+/// the summary still shows the failure.
+const CHILD_FAILED: [&str; 3] = [
+    "ChildFailedError",
+    " failed (exitcode: ",
+    "Root Cause (first observed failure)",
+];
 const CHILD_FAILED_HINT: &str = "torchrun stopped the job because a worker process failed: the \
     summary's root cause names the first rank that failed, its host and exit code; read that \
     rank's own output (its error_file, or its log) for the real error.";

@@ -16,7 +16,9 @@
 //!   `re.compile(`, `grep`);
 //! - a format string: the literal that holds the error also holds a placeholder (`%s`, `{}`,
 //!   `{size}`, `${VAR}`);
-//! - an enum value defined or glossed: `NAME = 700` at the start of a line, or "700 is NAME".
+//! - an enum value defined or glossed: `NAME = 700` at the start of a line, "700 is NAME",
+//!   "NAME means …";
+//! - a template whose numbers are placeholders (`Tried to allocate XXX MiB`, `X/Y clients`).
 //!
 //! A logfmt line (`time=… level=error msg="CUDA error: …"`) is output, not an assignment: it has
 //! several `key=value` pairs, and its first one is not the quoted error.
@@ -42,12 +44,13 @@ fn statement_start() -> &'static Regex {
 }
 
 /// Code whatever it names: an exception clause (Python's `except …:`, the C-family
-/// `catch (…)`) or a preprocessor macro (`#define CUDA_CHECK(x) … cudaGetErrorString(e) …`).
+/// `catch (…)`), a test of an exception's class (`isinstance(e, torch.cuda.OutOfMemoryError)`,
+/// `pytest.raises(…)`) or a preprocessor macro (`#define CUDA_CHECK(x) … cudaGetErrorString(e)`).
 fn handler_clause() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"^(?:>>>\s|\.\.\.\s)?\s*(?:except\b[^#]*:\s*(?:#.*|pass\s*)?$|(?:\}\s*)?catch\s*\(|#\s*define\s+\w)",
+        r"^(?:>>>\s|\.\.\.\s)?\s*(?:except\b[^#]*:\s*(?:#.*|pass\s*)?$|(?:\}\s*)?catch\s*\(|#\s*define\s+\w)|\b(?:isinstance|issubclass|pytest\.raises|assertRaises\w*)\s*\(",
     )
 }
 
@@ -92,6 +95,28 @@ fn placeholder() -> &'static Regex {
 fn defined_after() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(&R, r"^[`'\x22]?\s*=\s*-?\d+\b")
+}
+
+/// An enum's name that a sentence goes on to define: "CUDA_ERROR_OUT_OF_MEMORY means the driver
+/// could not …", "`cudaErrorLaunchFailure` (719) indicates …", "ncclSystemError is returned
+/// when …".
+fn explained_after() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r"^[`'\x22]?\s*(?:\(\d+\)\s*)?(?:means|indicates|signals|signifies|stands\s+for|is\s+returned|is\s+raised|is\s+thrown|occurs\s+when|is\s+reported\s+when)\b",
+    )
+}
+
+/// A number in a template where a program prints a value: `Tried to allocate XXX MiB`,
+/// `XXXX bytes`, `after XX seconds`, `X/Y clients joined`. Redactions hide names and addresses,
+/// not sizes, so a unit after the placeholder marks documentation.
+fn template_number() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r"\bX{2,}\s?(?:[KMGT]i?B|bytes?|seconds?|secs?|ms|minutes?)\b|\b[XN]/[YM]\b",
+    )
 }
 
 /// A number glossed right before an enum's name: "700 is `CUDA_ERROR_ILLEGAL_ADDRESS`",
@@ -165,7 +190,7 @@ pub fn holds_error_in_code(line: &str, hits: &[Range<usize>]) -> bool {
     if handler_clause().is_match(line) {
         return true;
     }
-    if hits.iter().all(|h| defined_or_glossed(line, h)) {
+    if hits.iter().all(|h| defined_or_glossed(line, h)) || template_number().is_match(line) {
         return true;
     }
     let lits = literals(line);
@@ -211,7 +236,9 @@ fn defined_or_glossed(line: &str, hit: &Range<usize>) -> bool {
         .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '-' | '*' | '+' | '|' | '`'))
         .trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_')
         .is_empty();
-    (opens_line && defined_after().is_match(after)) || glossed_before().is_match(before)
+    (opens_line && defined_after().is_match(after))
+        || glossed_before().is_match(before)
+        || explained_after().is_match(after)
 }
 
 #[cfg(test)]
@@ -300,6 +327,31 @@ mod tests {
     }
 
     #[test]
+    fn templates_and_class_tests_are_not_events() {
+        assert!(in_code(
+            "RuntimeError: CUDA out of memory. Tried to allocate XXX MiB (GPU XXX; XXX GiB total capacity)",
+            "CUDA out of memory"
+        ));
+        assert!(in_code(
+            "RuntimeError: Timed out after XX seconds waiting for clients. X/Y clients joined.",
+            "waiting for clients"
+        ));
+        assert!(in_code(
+            "        isinstance(exception, torch.cuda.OutOfMemoryError)",
+            "OutOfMemoryError"
+        ));
+        assert!(in_code(
+            "    with pytest.raises(torch.cuda.OutOfMemoryError):",
+            "OutOfMemoryError"
+        ));
+        // Redacted names are not templates.
+        assert!(!in_code(
+            "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity) on host xxx-XXX",
+            "CUDA out of memory"
+        ));
+    }
+
+    #[test]
     fn enum_definitions_and_glosses_are_not_events() {
         assert!(in_code(
             "cudaErrorIllegalAddress = 700",
@@ -320,6 +372,14 @@ mod tests {
         assert!(in_code(
             "700 is `cudaErrorIllegalAddress`.",
             "cudaErrorIllegalAddress"
+        ));
+        assert!(in_code(
+            "CUDA_ERROR_OUT_OF_MEMORY means the driver could not obtain some resource;",
+            "CUDA_ERROR_OUT_OF_MEMORY"
+        ));
+        assert!(in_code(
+            "`cudaErrorLaunchFailure` (719) indicates an exception while executing a kernel.",
+            "cudaErrorLaunchFailure"
         ));
     }
 

@@ -262,10 +262,10 @@ pub fn classify(assertion: &str, kernel_file: Option<&str>) -> (&'static str, &'
 }
 
 /// The family a device assertion's own message names, for an expression that names none
-/// (PaddlePaddle prints `Assertion \`false\` failed.` or the bare condition, then its
-/// `PADDLE_ENFORCE` sentence: "Variable value (label) of OP(fluid.layers.cross_entropy) expected
-/// >= 0 and < %ld, but got %ld. Please check label value.", "… (input) of
-/// OP(fluid.layers.embedding) expected >= 0 and < %ld …. Please check input value." in
+/// (PaddlePaddle prints ``Assertion `false` failed.`` or the bare condition, then its
+/// `PADDLE_ENFORCE` sentence: "Variable value (label) of OP(fluid.layers.cross_entropy)
+/// expected `>= 0 and < %ld`, but got %ld. Please check label value.", "… (input) of
+/// OP(fluid.layers.embedding) expected `>= 0 and < %ld` …. Please check input value." in
 /// paddle/phi/kernels/gpu and paddle/fluid/operators). A range check on a label is a target
 /// outside the classes; one on an input or index is an index out of bounds.
 fn family_of_message(message: &str) -> Option<&'static str> {

@@ -1,6 +1,7 @@
-//! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! and `tests/fresh2/` (round three), `tests/fresh3/` (round four), `tests/fresh4/` (round five)
-//! and `tests/fresh5/` (round six), all spent and kept for regressions.
+//! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two),
+//! `tests/fresh2/` (round three), `tests/fresh3/` (round four), `tests/fresh4/` (round five),
+//! `tests/fresh5/` (round six) and `tests/fresh6/` (round seven), all spent and kept for
+//! regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -317,8 +318,9 @@ fn fresh5_set_scores() {
     score("fresh5");
 }
 
-/// Round seven's set, collected by someone who had not read the rules, after the round's first
-/// rules (code and changelog lines) and before any of its samples was read.
+/// Round seven's set, collected by someone who had not read the rules, scored once after the
+/// round's first rules (code and changelog lines) and before any of its samples was read; spent
+/// since.
 #[test]
 fn fresh6_set_scores() {
     score("fresh6");

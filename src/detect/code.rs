@@ -55,12 +55,14 @@ fn handler_clause() -> &'static Regex {
 }
 
 /// The start of an assignment whose value is a string literal or a list, tuple or map of them:
-/// `NAME = "`, `export NAME="`, `const char *msg = "`, `self.msg = r'`, `PATTERNS = [`.
+/// `name = "`, `const char *msg = "`, `self.msg: str = r'`, `PATTERNS = [`, and the shell's
+/// `NAME="` / `export name='`. Without spaces around `=` only the shell's upper-case or
+/// exported names count: `msg='CUDA out of memory …'` is what Python's `f"{msg=}"` prints.
 fn assignment_start() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r#"^\s*(?:(?:export|const|let|var|static|final|local|readonly|constexpr|auto|char|std::string|string|String|str|val)\s+\**)*[A-Za-z_][\w.\[\]'"]*\s*(?::\s*[\w\[\], .]+)?\s*(?:\+|\|\|)?=\s*[\[({]*\s*(?:[rRbBfFuUL]{1,2})?["'`]"#,
+        r#"^\s*(?:(?:(?:const|let|var|static|final|constexpr|auto|char|std::string|string|String|str|val)\s+\**)*[A-Za-z_][\w.\[\]'"]*(?:\s*:\s*[\w.]+(?:\[[^\]]*\])?)?\s+(?:\+|\|\|)?=\s+|(?:(?:export|local|readonly)\s+[A-Za-z_]\w*|[A-Z][A-Z0-9_]*)=)[\[({]*\s*(?:[rRbBfFuUL]{1,2})?["'`]"#,
     )
 }
 
@@ -74,19 +76,25 @@ fn compared_before() -> &'static Regex {
     )
 }
 
-/// Just after a literal that is compared or tested for membership: `" in str(e)`, `" == msg`.
+/// Just after a literal that is compared or tested for membership, with a code operand:
+/// `" in str(e):`, `" in stderr`, `" == msg)`. ("caught 'CUDA out of memory' in step 1200" is
+/// a sentence.)
 fn compared_after() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
-    cached(&R, r"^\s*(?:not\s+in|in|==|!=|===|!==)\s+[\w(]")
+    cached(
+        &R,
+        r"^\s*(?:not\s+in|in|==|!=|===|!==)\s+[\w.]+(?:\([^)]*\))?\s*(?:[:),\]]|\band\b|\bor\b|\bif\b|\belse\b|$)",
+    )
 }
 
 /// A placeholder of a format string or template: printf's `%s`/`%d`/`%zu`, Python's `{}`,
-/// `{0}`, `{size}`, `{:.2f}`, `{loss:.4f}`, and the shell's `${VAR}`.
+/// `{0}`, `{size}`, `{:.2f}`, `{loss:.4f}`, and the shell's `${VAR}`. A percentage is not one:
+/// `%` after a digit (`99% used`) never starts a placeholder.
 fn placeholder() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"%(?:[-+ #0]*\d*(?:\.\d+)?(?:l|ll|z|h)?[sdiufgxXpc])|\{(?:\w*(?::[^{}\s]{0,8})?)\}|\$\{\w+\}",
+        r"(?:^|[^\d.%])%(?:[-+#0]*\d*(?:\.\d+)?(?:l|ll|z|h)?[sdiufgxXpc])|\{(?:\w*(?::[^{}\s]{0,8})?)\}|\$\{\w+\}",
     )
 }
 
@@ -208,14 +216,30 @@ pub fn holds_error_in_code(line: &str, hits: &[Range<usize>]) -> bool {
     if assignment_start().is_match(line) && !logfmt(line) {
         return true;
     }
-    held.iter().all(|l| {
-        let inner = line.get(l.clone()).unwrap_or("");
+    hits.iter().zip(&held).all(|(h, l)| {
         let before = line.get(..l.start.saturating_sub(1)).unwrap_or("");
         let after = line.get(l.end + 1..).unwrap_or("");
-        placeholder().is_match(inner)
+        placeholder().is_match(escaped_line_of(line, l, h))
             || compared_before().is_match(before)
             || compared_after().is_match(after)
     })
+}
+
+/// The part of literal `lit` that holds `hit`, between the `\n` escapes around it: a JSON log
+/// record's traceback holds source lines (`f"step {step}"`) beside the error in one string.
+fn escaped_line_of<'a>(line: &'a str, lit: &Range<usize>, hit: &Range<usize>) -> &'a str {
+    let inner = line.get(lit.clone()).unwrap_or("");
+    let at = hit.start.saturating_sub(lit.start);
+    let end = hit.end.saturating_sub(lit.start);
+    let start = inner
+        .get(..at)
+        .and_then(|s| s.rfind("\\n"))
+        .map_or(0, |i| i + 2);
+    let stop = inner
+        .get(end..)
+        .and_then(|s| s.find("\\n"))
+        .map_or(inner.len(), |i| end + i);
+    inner.get(start..stop).unwrap_or(inner)
 }
 
 /// Is `hit` an enum name defined with its value (`NAME = 700` opening the line) or glossed by
@@ -231,7 +255,14 @@ fn defined_or_glossed(line: &str, hit: &Range<usize>) -> bool {
     let after = line.get(hit.end..).unwrap_or("");
     // The identifier may continue past the literal (`CUDA_ERROR_ILLEGAL_ADDRESS` from a
     // `CUDA_ERROR_` literal).
-    let after = after.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+    let rest = after.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+    let full = format!("{name}{}", &after[..after.len() - rest.len()]);
+    let after = rest;
+    // A bare type or prefix is no enum value: `printf("cudaError = %d\n", err)` prints
+    // `cudaError = 2`.
+    if full == "cudaError" || full.ends_with("_t") || full.ends_with('_') {
+        return false;
+    }
     let opens_line = before
         .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '-' | '*' | '+' | '|' | '`'))
         .trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_')
@@ -427,6 +458,33 @@ mod tests {
                 r#"while training on 8 GPUs i get "CUDA error: out of memory" after an hour"#,
                 "out of memory",
             ),
+            // Percentages, Python's `f"{msg=}"`, sentences with "in", a JSON record whose
+            // traceback quotes an f-string, and a bare type printed with its value.
+            (
+                r#"{"level":"error","msg":"GPU memory 99% used, CUDA out of memory on rank 3"}"#,
+                "CUDA out of memory",
+            ),
+            (
+                r#"time=2024-05-01T10:00:00Z level=ERROR msg="llama runner process has terminated: CUDA error: out of memory (VRAM 100% used)""#,
+                "out of memory",
+            ),
+            (
+                "msg='CUDA out of memory. Tried to allocate 2.00 GiB'",
+                "CUDA out of memory",
+            ),
+            (
+                r#"WARNING: step 1200 skipped, reason = "CUDA out of memory""#,
+                "CUDA out of memory",
+            ),
+            (
+                "[rank3]: caught 'CUDA out of memory' in step 1200, retrying with micro batch 2",
+                "CUDA out of memory",
+            ),
+            (
+                r#"{"levelname":"ERROR","exc_info":"Traceback:\n    logger.info(f\"step {step}\")\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}"#,
+                "CUDA out of memory",
+            ),
+            ("cudaError = 2", "cudaError"),
             (
                 r#"I can't find "unhandled cuda error" anywhere in the NCCL log"#,
                 "unhandled cuda error",

@@ -209,7 +209,7 @@ fn announces_a_fix(line: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let r = cached(
         &R,
-        r"(?i)^\s*(?:[-*+\u{2022}]\s+)?(?:\[[\w /-]{1,24}\]\s*:?\s*)*(?:(?:(?P<type>[a-z]{2,10})(?:\([\w ./-]{1,30}\))?!?:\s*))?(?P<verb>fix|fixed|fixes|fixing|resolve[ds]?|prevent(?:s|ed)?|avoid(?:s|ed)?|handle[ds]?|mitigate[ds]?|work\s*around|workaround)?\b(?P<next>\s+\w+)?",
+        r"(?i)^\s*(?:[-*+\u{2022}]\s+)?(?:\[[\w /-]{1,24}\]\s*:?\s*)*(?:(?:(?P<type>fix|bugfix|hotfix|feat|perf|refactor|chore|build|ci|docs|tests?|style|revert)(?:\([\w ./-]{1,30}\))?!?:\s*))?(?P<verb>fix|fixed|fixes|fixing|resolve[ds]?|prevent(?:s|ed)?|avoid(?:s|ed)?|mitigate[ds]?|work\s*around|workaround)?\b(?P<next>\s+\w+)?",
     );
     if line.contains('?') {
         return false;
@@ -380,6 +380,15 @@ mod tests {
             (
                 "feat: CUDA error: an illegal memory access was encountered after enabling fusion",
                 "an illegal memory access",
+            ),
+            // Log levels are no commit types, and "Handled exception" is output.
+            (
+                "ERROR: Handled exception in request 42: CUDA error: an illegal memory access was encountered",
+                "an illegal memory access",
+            ),
+            (
+                "[INFO] Handled RuntimeError: CUDA error: device-side assert triggered",
+                "device-side assert triggered",
             ),
         ] {
             assert!(!mention(line, lit), "{line}");

@@ -269,11 +269,14 @@ pub fn classify(assertion: &str, kernel_file: Option<&str>) -> (&'static str, &'
 /// paddle/phi/kernels/gpu and paddle/fluid/operators). A range check on a label is a target
 /// outside the classes; one on an input or index is an index out of bounds.
 fn family_of_message(message: &str) -> Option<&'static str> {
-    let m = message.to_ascii_lowercase();
-    let range_check = m.contains("expected >= 0")
-        || m.contains("expected to be")
-        || m.contains("out of range")
-        || m.contains("out of bound");
+    // Only the kernel's own sentence: text a later message put on the same line does not count.
+    let m = message
+        .split(['\n', '\r'])
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let range_check =
+        (m.contains("expected >= 0") || m.contains("expected to be")) && m.contains("please check");
     if !range_check {
         return None;
     }
@@ -385,6 +388,8 @@ mod tests {
         assert_eq!(c, "nll_target_out_of_range");
         let (_, _, c) = get("Error: /paddle/paddle/phi/kernels/gpu/embedding_kernel.cu:56 Assertion `false` failed. Variable value (input) of OP(fluid.layers.embedding) expected >= 0 and < 100, but got 100. Please check input value.");
         assert_eq!(c, "index_out_of_bounds");
+        // A host assert with an unrelated error after it on the same line stays host code.
+        assert!(parse("python: /src/tokenizer/vocab.cpp:88: int f(): Assertion `idx < size_' failed. IndexError: list index out of range").is_none());
         // A message that checks no range names nothing.
         let (_, _, c) = get("Error: /paddle/paddle/phi/kernels/gpu/foo_kernel.cu:12 Assertion `false` failed. Something else went wrong.");
         assert_eq!(c, "unknown");

@@ -352,6 +352,13 @@ impl DetectorSet {
         {
             headlines.clear();
         }
+        // NCCL logs at INFO what it retries or ignores (`CUDACHECKIGNORE`'s "Cuda failure 'peer
+        // access is not supported …'", "Call to connect returned Connection refused,
+        // retrying"); its failures are WARN lines. Neither the NCCL rows nor the CUDA rows
+        // that its CUDA text would match report such a line.
+        if line.contains("NCCL INFO") {
+            headlines.clear();
+        }
         // A refining literal counts only where a headline literal brought the line here.
         if !headlines.is_empty() {
             headlines.extend(refined);
@@ -753,6 +760,44 @@ mod tests {
             let got = headline(&d, line);
             assert!(
                 got.is_none() || got == Some((Kind::CudaError, "unknown".into())),
+                "{line}: {got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn round_seven_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            // CuPy before v5 under Chainer; CUDA.jl's uncaught error; TensorRT at error level.
+            ("Exception in main training loop: out of memory to allocate 163840000 bytes (total 1673061376 bytes)", Kind::Oom, "cuda_oom"),
+            ("ERROR: Out of GPU memory", Kind::Oom, "cuda_oom"),
+            ("[TensorRT] ERROR: Requested amount of memory (150994944 bytes) could not be allocated. There may not be enough free memory for allocation to succeed.", Kind::Oom, "cuda_oom"),
+            // torch elastic's rendezvous timeout; XLA's NCCL wording.
+            ("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError: ", Kind::NcclError, "rendezvous_timeout"),
+            ("RuntimeError: Internal: external/xla/xla/service/gpu/nccl_utils.cc:297: NCCL operation ncclAllReduce(send_buffer, recv_buffer, count, datatype, reduce_op, comm, stream) failed: invalid usage", Kind::NcclError, "nccl_invalid_usage"),
+            ("XlaRuntimeError: INTERNAL: NCCL operation ncclGroupEnd() failed: internal error", Kind::NcclError, "nccl_internal_error"),
+            // A checking macro's "Cuda failure" outside NCCL.
+            ("Cuda failure: misaligned address", Kind::CudaError, "misaligned_address"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // TensorRT's builder warns while it skips tactics that do not fit.
+            "[W] [TRT] Requested amount of GPU memory (1073741824 bytes) could not be allocated. There may not be enough free memory for allocation to succeed.",
+            // A README heading; a host allocator's words.
+            "### Out of GPU memory",
+            "classify: out of memory to allocate VOTES!",
+            // What NCCL logs at INFO it retries or ignores.
+            "node01:1234:5678 [0] NCCL INFO transport/p2p.cc:275 Cuda failure 'peer access is not supported between these two devices'",
+            "node01:1234:5678 [0] NCCL INFO Call to connect returned Connection refused, retrying",
+            // CUDA's own "invalid argument" is not NCCL's.
+            "cudaMemcpy failed: invalid argument",
+        ] {
+            let got = headline(&d, line);
+            assert!(
+                got.is_none() || got.as_ref().is_some_and(|(k, _)| *k == Kind::CudaError && !line.contains("NCCL")),
                 "{line}: {got:?}"
             );
         }

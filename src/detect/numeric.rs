@@ -47,8 +47,7 @@ const KEY: &str =
 /// the bare, verbal and group forms it is matched case-sensitively, in the spellings runtimes
 /// print: Python, numpy and PyTorch `nan`/`inf` (C's `%f` too, `%F` gives `NAN`/`INF`), and the
 /// JVM's `Double.toString` and JavaScript's `NaN`/`Infinity` (Scala/Java trainers, JS loggers).
-const TOKEN: &str =
-    r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:$|[\s,;|}\])'"`]|\.(?:\s|$))"#;
+const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:$|[\s,;|}\])'"`，；。]|\.(?:\s|$))"#;
 
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
@@ -58,7 +57,7 @@ fn patterns() -> &'static Patterns {
         // BEiT/unilm) — or the reverse, `loss: nan (0.4012)`. A key may name its statistics
         // and print them as a tuple: `validation loss (min, avg, max): (inf, nan, -inf)`.
         // Fixed-width tables pad the key before its colon (`LOSS     :  nan`), and Chinese
-        // reports join key and value with a copula (`loss为nan`, `grad_norm为 nan`).
+        // reports join key and value with a copula (`loss为 nan`, `grad_norm为 nan`).
         keyed: Regex::new(&format!(
             r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:[:=]|为|為|是|变成|變成)[ \t]{{0,16}}['"(]?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
         ))
@@ -402,6 +401,10 @@ mod tests {
             Some("non_finite_loss")
         );
         assert_eq!(cat("grad_norm为 nan").as_deref(), Some("nan_grad_norm"));
+        assert_eq!(
+            cat("检测到 loss为 nan，跳过该batch").as_deref(),
+            Some("non_finite_loss")
+        );
         // A value quoted as code in a sentence that says someone met it.
         assert_eq!(
             cat("I encountered `loss=inf` at 3rd epoch (1 and 2 ran without any issue).")

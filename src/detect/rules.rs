@@ -663,8 +663,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "error (2) : out of memory",
             // Julia's CUDA.jl: `OutOfGPUMemoryError`, shown as "Out of GPU memory" and, when
             // the request's size is known, " trying to allocate 1.000 GiB", followed by the
-            // pool's usage (src/pool.jl `Base.showerror`).
-            "Out of GPU memory",
+            // pool's usage (src/pool.jl `Base.showerror`). The bare form only as Julia prints an
+            // uncaught error (`ERROR: …`, `LoadError: …`): a README's "### Out of GPU memory"
+            // heading is no event.
+            "Out of GPU memory trying to allocate",
+            "ERROR: Out of GPU memory",
+            "LoadError: Out of GPU memory",
             "OutOfGPUMemoryError",
             // ggml / llama.cpp: "alloc_tensor_range: failed to allocate CUDA0 buffer of size N",
             // "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer", "unable to allocate CUDA0
@@ -674,17 +678,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // TensorRT, after its allocator's warning "Requested amount of GPU memory (N bytes)
             // could not be allocated": "Error Code 2: OutOfMemory (no further information)".
             "Error Code 2: OutOfMemory",
-            // TensorRT's allocator itself: "Requested amount of GPU memory (N bytes) could not be
-            // allocated. There may not be enough free memory for allocation to succeed." (older
-            // releases: "Requested amount of memory (N bytes) …"), and TensorRT 7's
-            // "../rtSafe/WeightsPtr.cpp (92) - OutOfMemory Error in allocate: 0".
-            "Requested amount of GPU memory",
-            "Requested amount of memory (",
+            // TensorRT 7's "../rtSafe/WeightsPtr.cpp (92) - OutOfMemory Error in allocate: 0".
             "OutOfMemory Error in",
-            // CuPy before v5 (cupy/cuda/memory.pyx `OutOfMemoryError`): "out of memory to
-            // allocate N bytes (total M bytes)"; Chainer prints it as "Exception in main
-            // training loop: out of memory to allocate …".
-            "out of memory to allocate",
         ],
         kind: Kind::Oom,
         category: "cuda_oom",
@@ -692,6 +687,39 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: OOM_HINT,
         priority: MID,
         requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // TensorRT's allocator: "Requested amount of GPU memory (N bytes) could not be
+        // allocated. There may not be enough free memory for allocation to succeed." (older
+        // releases: "Requested amount of memory (N bytes) …"). The builder logs the same text as
+        // a warning while it tries tactics and skips the ones that do not fit, and the engine
+        // still builds, so only an error-level line counts.
+        name: "tensorrt_oom",
+        literals: &[
+            "Requested amount of GPU memory",
+            "Requested amount of memory (",
+        ],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: OOM_HINT,
+        priority: MID,
+        requires_any: &["ERROR", "[E]", "Error["],
+        refines: &[],
+    },
+    HeadlineRule {
+        // CuPy before v5 (cupy/cuda/memory.pyx `OutOfMemoryError`): "out of memory to allocate
+        // N bytes (total M bytes)"; Chainer prints it as "Exception in main training loop: out
+        // of memory to allocate …". The words alone are any allocator's, so CuPy's tail counts.
+        name: "cupy_oom",
+        literals: &["out of memory to allocate"],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: OOM_HINT,
+        priority: MID,
+        requires_any: &[" bytes (total "],
         refines: &[],
     },
     HeadlineRule {
@@ -1252,8 +1280,10 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     "  nan",
     "  NaN",
     "  inf",
-    // Chinese reports join key and value with a copula (`loss为nan`, `grad_norm为 nan`).
+    // Chinese reports join key and value with a copula (`loss为 nan`, `loss是 nan`). The
+    // spaceless `loss为nan` would cost a gate anchor of its own and is left out.
     "为 nan",
+    "是 nan",
     "NanLossDuringTrainingError",
     "Tensor had NaN values",
     "Tensor had Inf values",

@@ -769,10 +769,10 @@ mod tests {
     fn round_seven_wordings_and_what_stays_quiet() {
         let d = DetectorSet::builtin();
         for (line, kind, cat) in [
-            // CuPy before v5 under Chainer; CUDA.jl's uncaught error; TensorRT at error level.
+            // CuPy before v5 under Chainer; CUDA.jl's uncaught error; TensorRT 7.
             ("Exception in main training loop: out of memory to allocate 163840000 bytes (total 1673061376 bytes)", Kind::Oom, "cuda_oom"),
             ("ERROR: Out of GPU memory", Kind::Oom, "cuda_oom"),
-            ("[TensorRT] ERROR: Requested amount of memory (150994944 bytes) could not be allocated. There may not be enough free memory for allocation to succeed.", Kind::Oom, "cuda_oom"),
+            ("[TensorRT] ERROR: ../rtSafe/WeightsPtr.cpp (92) - OutOfMemory Error in allocate: 0", Kind::Oom, "cuda_oom"),
             // torch elastic's rendezvous timeout; XLA's NCCL wording.
             ("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError: ", Kind::NcclError, "rendezvous_timeout"),
             ("RuntimeError: Internal: external/xla/xla/service/gpu/nccl_utils.cc:297: NCCL operation ncclAllReduce(send_buffer, recv_buffer, count, datatype, reduce_op, comm, stream) failed: invalid usage", Kind::NcclError, "nccl_invalid_usage"),

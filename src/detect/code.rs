@@ -23,14 +23,10 @@
 //! A logfmt line (`time=… level=error msg="CUDA error: …"`) is output, not an assignment: it has
 //! several `key=value` pairs, and its first one is not the quoted error.
 
+use super::prose::cached;
 use regex::Regex;
 use std::ops::Range;
 use std::sync::OnceLock;
-
-/// The regex of a static pattern, compiled on first use.
-fn cached(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
-    cell.get_or_init(|| Regex::new(pattern).expect("static regex"))
-}
 
 /// A statement that starts with a keyword of control flow, raising, asserting or printing
 /// (Python, C/C++/CUDA, shell, JavaScript, Rust), after indentation, a REPL prompt or a

@@ -119,7 +119,18 @@ fn template_number() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"\bX{2,}\s?(?:[KMGT]i?B|bytes?|seconds?|secs?|ms|minutes?)\b|\b[XN]/[YM]\b",
+        r"\b(?:X+|N)\s?(?:[KMGT]i?B|bytes?|seconds?|secs?|ms|minutes?)\b|\b[XN]/[YM]\b",
+    )
+}
+
+/// An enum's name in the first cell of a documentation table, with a sentence describing it in
+/// the next (after an optional value cell): `CUBLAS_STATUS_EXECUTION_FAILED | The GPU program
+/// failed to execute. …`, `| cudaErrorIllegalAddress | 700 | The device encountered a load …`.
+fn described_in_table() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r"^[`'\x22]?\s*\|\s*(?:`?-?\d+`?\s*\|\s*)?[A-Z][a-z]+(?:\s+[\w,.'()-]+){3,}",
     )
 }
 
@@ -263,7 +274,7 @@ fn defined_or_glossed(line: &str, hit: &Range<usize>) -> bool {
         .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '-' | '*' | '+' | '|' | '`'))
         .trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_')
         .is_empty();
-    (opens_line && defined_after().is_match(after))
+    (opens_line && (defined_after().is_match(after) || described_in_table().is_match(after)))
         || glossed_before().is_match(before)
         || explained_after().is_match(after)
 }
@@ -371,6 +382,14 @@ mod tests {
             "    with pytest.raises(torch.cuda.OutOfMemoryError):",
             "OutOfMemoryError"
         ));
+        assert!(in_code(
+            "RuntimeError: CUDA out of memory. Tried to allocate N MiB",
+            "CUDA out of memory"
+        ));
+        assert!(in_code(
+            "OOM_PATTERN: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate X GiB",
+            "CUDA out of memory"
+        ));
         // Redacted names are not templates.
         assert!(!in_code(
             "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity) on host xxx-XXX",
@@ -383,6 +402,20 @@ mod tests {
         assert!(in_code(
             "cudaErrorIllegalAddress = 700",
             "cudaErrorIllegalAddress"
+        ));
+        // A documentation table that describes the enum in its next cell.
+        assert!(in_code(
+            "CUBLAS_STATUS_EXECUTION_FAILED | The kernel did not run to completion on the device.",
+            "CUBLAS_STATUS_EXECUTION_FAILED"
+        ));
+        assert!(in_code(
+            "| `cudaErrorIllegalAddress` | 700 | The kernel dereferenced an address it does not own. |",
+            "cudaErrorIllegalAddress"
+        ));
+        // A log line that goes on after a pipe is not a table.
+        assert!(!in_code(
+            "cuBLAS call failed: CUBLAS_STATUS_EXECUTION_FAILED | rank 3 | step 1200",
+            "CUBLAS_STATUS_EXECUTION_FAILED"
         ));
         assert!(in_code(
             "    CUDA_ERROR_ILLEGAL_ADDRESS = 700,",

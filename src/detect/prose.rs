@@ -234,6 +234,43 @@ fn announces_a_fix(line: &str) -> bool {
     tagged || verb
 }
 
+/// The line before a quoted error frames it as an example, not as output someone got: a sentence
+/// that ends in a colon and says "for example", "e.g.", "such as" or "instead of" (a pull request
+/// showing a message before and after a change) in one of the languages articles are written in,
+/// and that no report cue claims ("we fail with errors such as:" stays a report). Plain "the
+/// error is as follows:" or "it looks like this:" are left alone: reporters write them as often as
+/// authors do. See [`framed_as_example`].
+fn introduces_an_example(intro: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let r = cached(
+        &R,
+        r"(?i)\b(?:for example|for instance|e\.\s?g\.|such as|instead of|par exemple|por ejemplo|zum beispiel|z\.\s?b\.|например|к примеру)(?:\W|$)|例如|比如|譬如|例えば|たとえば|예를 들어|예를 들면",
+    );
+    let t = intro.trim_end();
+    (t.ends_with(':') || t.ends_with('\u{ff1a}'))
+        && r.is_match(t)
+        && !report_cue().is_match(t)
+        && !cjk_report_cue(t)
+}
+
+/// Is a line that reads as an error a quotation the text around it frames as one? `intro` is the
+/// closest earlier line with text, `after` the closest later one (blank lines and code fences
+/// skipped). Either the intro presents it as an example ([`introduces_an_example`]), or it sits
+/// inside a sentence: the intro ends in a colon and the sentence goes on after it with a comma
+/// ("… suddenly reports:" / the error / ", and then every CUDA call fails"). A program's output
+/// never continues on the next line with a comma.
+pub fn framed_as_example(intro: Option<&str>, after: Option<&str>) -> bool {
+    let Some(intro) = intro else {
+        return false;
+    };
+    if introduces_an_example(intro) {
+        return true;
+    }
+    let t = intro.trim_end();
+    (t.ends_with(':') || t.ends_with('\u{ff1a}'))
+        && after.is_some_and(|a| a.trim_start().starts_with([',', '\u{ff0c}', '\u{3001}']))
+}
+
 /// Han, kana and hangul characters in `text`.
 fn cjk_chars(text: &str) -> usize {
     text.chars()
@@ -296,6 +333,36 @@ mod tests {
 
     fn mention(line: &str, lit: &str) -> bool {
         names_error_in_passing(line, &hits(line, lit))
+    }
+
+    #[test]
+    fn examples_an_article_or_a_pull_request_shows_are_framed() {
+        let ex = |intro: &str, after: Option<&str>| framed_as_example(Some(intro), after);
+        assert!(ex("Some runs print other errors too, for example:", None));
+        assert!(ex("The old wording was different, e.g.:", None));
+        assert!(ex(
+            "With this change the allocator raises a clearer error instead of:",
+            None
+        ));
+        assert!(ex("Ошибки бывают разные, например:", None));
+        assert!(ex("训练时可能会出现各种错误，例如：", None));
+        // A sentence that goes on after the quoted error.
+        assert!(ex(
+            "训练到一半突然报错:",
+            Some("，然后后面的调用都失败了。")
+        ));
+        assert!(ex(
+            "Halfway through, the run prints:",
+            Some(", and every later call fails too.")
+        ));
+        // Reports stay reports.
+        assert!(!ex("I get errors such as:", None));
+        assert!(!ex("Our job fails with errors such as:", None));
+        assert!(!ex("The error is as follows:", None));
+        assert!(!ex("It looks like this:", None));
+        assert!(!ex("Full log:", Some("Traceback (most recent call last):")));
+        assert!(!ex("for example we train with batch size 8", None));
+        assert!(!framed_as_example(None, Some(", and then")));
     }
 
     #[test]

@@ -40,6 +40,11 @@ struct Around<'a> {
     prev2: Option<&'a [u8]>,
     /// The closest later line (likewise).
     next: Option<&'a [u8]>,
+    /// The closest earlier line with text, past blank lines and code fences: what introduces
+    /// the line in a report or an article.
+    intro: Option<&'a [u8]>,
+    /// The closest later line with text (likewise).
+    after: Option<&'a [u8]>,
 }
 
 /// The `[rank3]:` / `[default3]:` prefix that torchrun and PyTorch put before each line of a
@@ -110,6 +115,48 @@ fn prev_piece<'a>(
             return Some((l, Some(s)));
         }
         end = s;
+    }
+    None
+}
+
+/// Lines skipped when looking for the text around a line: blank lines and Markdown code fences.
+fn is_filler(l: &[u8]) -> bool {
+    let t = l.trim_ascii();
+    t.is_empty() || t.starts_with(b"```") || t.starts_with(b"~~~")
+}
+
+/// The closest line with text before `[ls, ..)` within [`LOOKAROUND`] lines; `carry` is the last
+/// line of the previous chunk.
+fn prev_text<'a>(data: &'a [u8], ls: usize, carry: &'a [u8]) -> Option<&'a [u8]> {
+    let mut end = ls;
+    for _ in 0..LOOKAROUND {
+        if end == 0 {
+            return (!is_filler(carry)).then_some(carry);
+        }
+        let e = end - 1;
+        let s = memchr::memrchr(b'\n', &data[..e]).map_or(0, |i| i + 1);
+        let l = trim_cr(&data[s..e]);
+        if !is_filler(l) {
+            return Some(l);
+        }
+        end = s;
+    }
+    None
+}
+
+/// The closest line with text after `[.., le)` within [`LOOKAROUND`] lines.
+fn next_text(data: &[u8], le: usize) -> Option<&[u8]> {
+    let mut pos = le + 1;
+    for _ in 0..LOOKAROUND {
+        if pos >= data.len() {
+            return None;
+        }
+        let e = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
+        let l = trim_cr(&data[pos..e]);
+        if !is_filler(l) {
+            return Some(l);
+        }
+        pos = e + 1;
     }
     None
 }
@@ -436,6 +483,12 @@ impl StreamScanner {
             None => alone.map(|ev| (text.to_owned(), ev)),
         };
         if let Some((text, evidence)) = found {
+            // An article's or a pull request's example of the error is not an event.
+            let intro = around.intro.map(String::from_utf8_lossy);
+            let after = around.after.map(String::from_utf8_lossy);
+            if crate::detect::prose::framed_as_example(intro.as_deref(), after.as_deref()) {
+                return;
+            }
             // A gate hit that a detail literal confirms opens the follow window; an anchor alone
             // (a false candidate) costs this one inspection and nothing more.
             if gated {
@@ -503,6 +556,8 @@ impl StreamScanner {
                 prev: prev.map(|(l, _)| l),
                 prev2,
                 next: next_piece(data, le, prefix),
+                intro: prev_text(data, ls, &carry),
+                after: next_text(data, le),
             };
             self.inspect(
                 &text,
@@ -740,5 +795,17 @@ mod first_line {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// An article's or a pull request's example of an error, framed by the line before it (past
+    /// blank lines and a code fence), is not an event; the same line introduced by a report is.
+    #[test]
+    fn examples_framed_by_the_line_before_are_not_events() {
+        let example = "Jobs on this cluster fail in several ways, for example:\n\n```\nRuntimeError: CUDA error: an illegal memory access was encountered\n```\n";
+        assert!(auto_findings(example).is_empty());
+        let report = "After two hours the run died with:\n\n```\nRuntimeError: CUDA error: an illegal memory access was encountered\n```\n";
+        assert_eq!(auto_findings(report).len(), 1);
+        let mid_sentence = "训练途中突然报错：\nRuntimeError: CUDA error: device-side assert triggered\n，之后所有调用都失败。\n";
+        assert!(auto_findings(mid_sentence).is_empty());
     }
 }

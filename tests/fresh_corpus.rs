@@ -497,3 +497,11 @@ mod helpers {
         assert!(!got.contains("file.jsonl") && !got.contains("other"));
     }
 }
+
+/// Round eight's set, collected by someone who had not read the rules, scored once after the
+/// round's first rule (examples framed by the line before) and before any of its samples was
+/// read; spent since.
+#[test]
+fn fresh7_set_scores() {
+    score("fresh7");
+}

@@ -87,7 +87,8 @@ struct Catalog {
 /// The shorter spellings of a driver API name that programs built on the driver API print:
 /// the name without its `CUDA_ERROR_` prefix (`ILLEGAL_ADDRESS in cuMemAlloc(…)`) and that
 /// suffix as words (`Illegal address in cuMemcpyDtoH(…)`, the CUDA extension wrangler's
-/// `cuewErrorString` used by Blender Cycles and others). Only names of two or more words give
+/// `cuewErrorString` used by Blender Cycles and others), and the CamelCase name ManagedCuda's
+/// `CUResult` enum gives it (`ErrorIllegalAddress`). Only names of two or more words give
 /// them: a single word (`UNKNOWN`, `Timeout`) is too common to name an error by itself.
 fn driver_short_forms(driver_name: &str) -> Vec<String> {
     let Some(suffix) = driver_name.strip_prefix("CUDA_ERROR_") else {
@@ -96,6 +97,18 @@ fn driver_short_forms(driver_name: &str) -> Vec<String> {
     if !suffix.contains('_') {
         return Vec::new();
     }
+    // ManagedCuda's `CUResult` names: `Error` and the words in CamelCase (`ErrorOutOfMemory`).
+    let camel: String = std::iter::once("Error".to_owned())
+        .chain(suffix.split('_').map(|w| {
+            let w = w.to_ascii_lowercase();
+            let mut cs = w.chars();
+            cs.next()
+                .map(|c| c.to_ascii_uppercase())
+                .into_iter()
+                .chain(cs)
+                .collect::<String>()
+        }))
+        .collect();
     let lower = suffix.replace('_', " ").to_ascii_lowercase();
     let mut words = lower.chars();
     let sentence: String = words
@@ -104,7 +117,7 @@ fn driver_short_forms(driver_name: &str) -> Vec<String> {
         .into_iter()
         .chain(words)
         .collect();
-    vec![suffix.to_owned(), sentence]
+    vec![suffix.to_owned(), sentence, camel]
 }
 
 /// The catalog's rows, parsed once.

@@ -63,6 +63,16 @@ pub fn parse_all(line: &str) -> Vec<Evidence> {
             }
         }
         let Some(failed) = last_failed(segment) else {
+            // A title cut after the expression: `File.cu:536 Assertion `expr`` with nothing
+            // after, in the printf shape that names the file and line right before "Assertion".
+            let t = segment.trim_end();
+            let quoted = t.trim_start().starts_with('`') && t.ends_with('`') && t.len() > 2;
+            let prefix = &line[prefix_start..start];
+            if quoted && enforce_shape(prefix) {
+                if let Some(assertion) = clean_expression(t) {
+                    out.extend(evidence(prefix, assertion, ""));
+                }
+            }
             continue;
         };
         let Some(assertion) = clean_expression(&segment[..failed]) else {
@@ -107,8 +117,13 @@ fn evidence(prefix: &str, assertion: String, message: &str) -> Option<Evidence> 
         !b.ends_with(".cu") && !b.ends_with(".cuh") && !assert_catalog::is_known_file(b)
     });
     // glibc's host `assert` prints nothing after "failed."; a range-check sentence there is
-    // PaddlePaddle's device-side enforce, whatever file it is in.
-    if block.is_none() && host_file && site.is_none() && family_of_message(message).is_none() {
+    // PaddlePaddle's device-side enforce, whatever file it is in, and so is its printf shape.
+    if block.is_none()
+        && host_file
+        && site.is_none()
+        && family_of_message(message).is_none()
+        && !enforce_shape(prefix)
+    {
         return None;
     }
     let assertion = match site {
@@ -116,6 +131,9 @@ fn evidence(prefix: &str, assertion: String, message: &str) -> Option<Evidence> 
         None => assertion,
     };
     let (mut category, mut hint) = classify(&assertion, kernel_file.as_deref());
+    if category == "unknown" && checks_a_label_range(&assertion) {
+        (category, hint) = family_hint("nll_target_out_of_range");
+    }
     if category == "unknown" {
         if let Some(f) = family_of_message(message) {
             (category, hint) = family_hint(f);
@@ -129,6 +147,30 @@ fn evidence(prefix: &str, assertion: String, message: &str) -> Option<Evidence> 
         category: category.into(),
         hint: hint.into(),
     })
+}
+
+/// PaddlePaddle's device-side `PADDLE_ASSERT` / `PADDLE_ASSERT_MSG` (paddle/fluid/platform/
+/// assert.h) print ``%s:%d Assertion `%s` failed (%s).`` and trap: the file and line come right
+/// before "Assertion", with no function between them as glibc's host `assert` prints
+/// (`file.h:295: fn: Assertion …`). Does `prefix` end in that shape?
+fn enforce_shape(prefix: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| {
+        Regex::new(r"[A-Za-z0-9_+\-]\.(?:cu|cuh|h|hpp|cc|cpp):\d+\s*$").expect("static regex")
+    })
+    .is_match(prefix)
+}
+
+/// An expression that range-checks a label or target against zero (`label >= 0 && label <
+/// feature_size_`, `labels_[i] >= 0 && labels_[i] < d_`): the target is outside the classes,
+/// whichever loss kernel checks it.
+fn checks_a_label_range(assertion: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| {
+        Regex::new(r"(?i)\b(?:labels?|targets?|lbl|tgt)\w*(?:\[[^\]]{0,40}\])?\s*>=\s*0\b")
+            .expect("static regex")
+    })
+    .is_match(assertion)
 }
 
 /// Byte ranges of the word "Assertion" (not "AssertionError").
@@ -275,8 +317,10 @@ fn family_of_message(message: &str) -> Option<&'static str> {
         .next()
         .unwrap_or("")
         .to_ascii_lowercase();
-    let range_check =
-        (m.contains("expected >= 0") || m.contains("expected to be")) && m.contains("please check");
+    // PADDLE_ASSERT_MSG's message in parentheses: "(The label is out of the range. 1)".
+    let range_check = ((m.contains("expected >= 0") || m.contains("expected to be"))
+        && m.contains("please check"))
+        || (m.trim_start().starts_with('(') && m.contains("out of the range"));
     if !range_check {
         return None;
     }
@@ -390,6 +434,18 @@ mod tests {
         assert_eq!(c, "index_out_of_bounds");
         // A host assert with an unrelated error after it on the same line stays host code.
         assert!(parse("python: /src/tokenizer/vocab.cpp:88: int f(): Assertion `idx < size_' failed. IndexError: list index out of range").is_none());
+        // PADDLE_ASSERT_MSG's shape: file and line right before "Assertion", message in
+        // parentheses; a header file does not make it host code.
+        let (f, a, c) = get("Exception: /paddle/paddle/fluid/operators/some_loss_op.h:77 Assertion `label >= 0 && label < num_classes_` failed (The label is out of the range. 7).");
+        assert_eq!(f.as_deref(), Some("some_loss_op.h:77"));
+        assert_eq!(a, "label >= 0 && label < num_classes_");
+        assert_eq!(c, "nll_target_out_of_range");
+        // A title cut after the expression, in the same shape.
+        let (f, _, c) = get("训练出错：Error: /paddle/paddle/fluid/operators/some_ce_op.cu:120 Assertion `lbl[i] >= 0 && lbl[i] < n_ || lbl[i] == ignore_`");
+        assert_eq!(f.as_deref(), Some("some_ce_op.cu:120"));
+        assert_eq!(c, "nll_target_out_of_range");
+        // Without the file and line right before it, a cut assertion is nothing.
+        assert!(parse("see the Assertion `x < n` in the docs").is_none());
         // A message that checks no range names nothing.
         let (_, _, c) = get("Error: /paddle/paddle/phi/kernels/gpu/foo_kernel.cu:12 Assertion `false` failed. Something else went wrong.");
         assert_eq!(c, "unknown");

@@ -284,6 +284,25 @@ impl DetectorSet {
     }
 
     /// Returns the evidence `line` carries, if any.
+    /// The kinds of the errors `line` names in passing: a sentence that quotes or explains an
+    /// error's text without reporting it (`detect::prose`). Empty when it names none, or reports
+    /// one.
+    pub fn kinds_named_in_passing(&self, line: &str) -> Vec<Kind> {
+        let mut hits = Vec::new();
+        let mut kinds = Vec::new();
+        for m in self.detail.find_overlapping_iter(line) {
+            if let Owner::Headline(i) = self.owners[m.pattern().as_usize()] {
+                hits.push(m.range());
+                kinds.push(HEADLINE_RULES[i].kind);
+            }
+        }
+        if hits.is_empty() || !prose::names_error_in_passing(line, &hits) {
+            return Vec::new();
+        }
+        kinds.dedup();
+        kinds
+    }
+
     pub fn inspect(&self, line: &str) -> Option<Evidence> {
         let mut flags = 0u16;
         let mut headlines: Vec<usize> = Vec::new();
@@ -800,6 +819,22 @@ mod tests {
                 got.is_none() || got.as_ref().is_some_and(|(k, _)| *k == Kind::CudaError && !line.contains("NCCL")),
                 "{line}: {got:?}"
             );
+        }
+    }
+
+    #[test]
+    fn round_eight_wordings() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("[E:onnxruntime:, sequential_executor.cc:516 ExecuteKernel] Non-zero status code returned while running MatMul node. Name:'MatMul_12' Status Message: bfc_arena.cc:376 AllocateRawInternal Failed to allocate memory for requested buffer of size 1073741824", Kind::Oom, "cuda_oom"),
+            ("Unhandled exception. ManagedCuda.CudaException: ErrorOutOfMemory: The API call failed because it could not allocate enough memory.", Kind::Oom, "cuda_oom"),
+            ("ManagedCuda.CudaException: ErrorIllegalAddress: While executing a kernel, the device hit an invalid address.", Kind::CudaError, "illegal_memory_access"),
+            ("E1202 10:00:00.000000 1 pjrt_client.cc:100] Execution failed: INTERNAL: NCCL operation ncclCommInitRank(&comm) failed: Unable to load NCCL library. Multi-GPU collectives will not work.", Kind::NcclError, "nccl_library_load_failed"),
+            ("RuntimeError: Unable to load NCCL library", Kind::NcclError, "nccl_library_load_failed"),
+            ("FloatingPointError: Minimum loss.", Kind::Numeric, "loss_scale_collapse"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
         }
     }
 

@@ -204,6 +204,13 @@ const SCALER_CHECKS: &[(&str, &str, &str)] = &[
         "loss_scale_collapse",
         SCALE_HINT,
     ),
+    // The same message's head as the exception line shows it, which a paste of fairseq's
+    // traceback can separate from the rest of the sentence.
+    (
+        "FloatingPointError: Minimum loss",
+        "loss_scale_collapse",
+        SCALE_HINT,
+    ),
 ];
 
 /// Read after check_numerics: Megatron-LM's checks before the gradient all-reduce ("found NaN in

@@ -47,7 +47,7 @@ fn explanation() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"(?i)\b(?:typically|typical|usually|generally|common|commonly|normally|mostly|signif(?:y|ies)|indicates?|means|is caused by|are caused by|refers to|such (?:an )?error|(?:may|might|can|could|will) (?:encounter|hit|see|run into|face)|you(?:'ve| have| may| might| will| can| could)? (?:hit|encounter\w*|run into|face))\b",
+        r"(?i)\b(?:typically|typical|usually|generally|common|commonly|normally|mostly|signif(?:y|ies)|indicates?|means|is caused by|are caused by|refers to|such (?:an )?error|(?:may|might|can|could|will) (?:encounter|hit|see|run into|face)|you(?:'ve| have| may| might| will| can| could)? (?:hit|encounter\w*|run into|face)|(?:is|was|are|were) due to|this (?:pr |patch |change |commit )?(?:should |will |would )?(?:fix|fixes|resolve|resolves|address|addresses|avoid|avoids))\b",
     )
 }
 
@@ -56,7 +56,7 @@ fn explained_after() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"(?i)^\W{0,3}\s*(?:(?:usually|typically|often|generally|normally|mostly|commonly)\s+)?(?:happens|means|indicates|is raised|is thrown|is caused|comes from|refers to|is a sign)\b",
+        r"(?i)^\W{0,3}\s*(?:(?:\w+ly|often)\s+)?(?:happens|means|indicates|is raised|is thrown|is caused|comes from|refers to|is a sign)\b",
     )
 }
 
@@ -76,7 +76,8 @@ pub(super) fn report_cue() -> &'static Regex {
 }
 
 /// Content ranges of the quotations of `line`: inline code spans, then double-quoted strings
-/// outside them (straight or curly quotes).
+/// outside them (straight or curly quotes, the corner brackets 「」『』 of Chinese and Japanese,
+/// guillemets « »).
 fn quoted_spans(line: &str) -> Vec<Range<usize>> {
     let mut spans = code_spans(line);
     let inside = |i: usize, spans: &[Range<usize>]| spans.iter().any(|s| s.start <= i && i < s.end);
@@ -87,8 +88,10 @@ fn quoted_spans(line: &str) -> Vec<Range<usize>> {
             continue;
         }
         match (c, open) {
-            ('"' | '\u{201c}', None) => open = Some(i + c.len_utf8()),
-            ('"' | '\u{201d}', Some(o)) => {
+            ('"' | '\u{201c}' | '\u{300c}' | '\u{300e}' | '\u{ab}', None) => {
+                open = Some(i + c.len_utf8())
+            }
+            ('"' | '\u{201d}' | '\u{300d}' | '\u{300f}' | '\u{bb}', Some(o)) => {
                 quotes.push(o..i);
                 open = None;
             }
@@ -101,7 +104,7 @@ fn quoted_spans(line: &str) -> Vec<Range<usize>> {
 }
 
 /// Content ranges of the inline code spans of `line` (`` `x` ``, ``` ``x`` ```): a run of N
-/// backticks closed by the next run of exactly N.
+/// backticks closed by the next run of exactly N, or by the end of the line.
 fn code_spans(line: &str) -> Vec<Range<usize>> {
     let b = line.as_bytes();
     let run_at = |i: usize| b[i..].iter().take_while(|&&c| c == b'`').count();
@@ -133,7 +136,15 @@ fn code_spans(line: &str) -> Vec<Range<usize>> {
                 spans.push(start..c);
                 i = c + n;
             }
-            None => break,
+            // Markdown lets a code span run on past the end of the line: a hard-wrapped
+            // paragraph breaks inside one (`… goes from `CUDA error: an illegal memory access
+            // was` / `encountered` to …`).
+            None => {
+                if start < b.len() {
+                    spans.push(start..b.len());
+                }
+                break;
+            }
         }
     }
     spans
@@ -161,17 +172,35 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     if announces_a_fix(line) {
         return true;
     }
-    if !(line.contains('`') || line.contains('"') || line.contains('\u{201c}')) {
+    if explained_to_the_reader(line, hits) {
+        return true;
+    }
+    if !(line.contains('`')
+        || line.contains('"')
+        || line.contains('\u{201c}')
+        || line.contains('\u{300c}')
+        || line.contains('\u{300e}')
+        || line.contains('\u{ab}'))
+    {
         return explained_in_a_paragraph(line, hits);
     }
     let spans = quoted_spans(line);
+    // A bare type name (`cudaError` in "is there a way to debug cudaError in …") names no error.
+    let hits: Vec<Range<usize>> = hits
+        .iter()
+        .filter(|h| !bare_type_name(line, h))
+        .cloned()
+        .collect();
+    if hits.is_empty() {
+        return false;
+    }
     let all_named = hits.iter().all(|h| {
         spans
             .iter()
             .any(|s| s.start <= h.start && h.end <= s.end && s.len() <= QUOTE_BYTES)
     });
     if !all_named {
-        return explained_in_a_paragraph(line, hits);
+        return explained_in_a_paragraph(line, &hits);
     }
     // The prose around the spans.
     let mut outside = String::with_capacity(line.len());
@@ -192,24 +221,27 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     let explained = span
         .and_then(|s| line.get(s.end..))
         .is_some_and(|rest| explained_after().is_match(rest));
+    let article = article_voice().is_match(&outside);
     if cjk_chars(&outside) >= CJK_SENTENCE_CHARS {
-        return !cjk_report_cue(&outside) && !report_cue().is_match(&outside);
+        return (article || !cjk_report_cue(&outside)) && !report_cue().is_match(&outside);
     }
-    (explained || line.get(..before).map_or(0, words) >= WORDS_BEFORE)
+    (explained || article || line.get(..before).map_or(0, words) >= WORDS_BEFORE)
         && words(&outside) >= SENTENCE_WORDS
         && !report_cue().is_match(&outside)
 }
 
 /// A changelog entry, commit subject or pull-request title that announces a fix for the error
 /// ("- Fixed a crash with `…`", "[Bugfix] Fix illegal memory access in …", "fix(attn): avoid …",
-/// "Prevent CUDA out of memory during …"): after a bullet, `[Tag]` groups and a conventional-commit
-/// type, it starts with a verb of fixing, or a tag or type says it is a fix. A question ("How to
+/// "Prevent CUDA out of memory during …", "Summary: Address `…` error", "- Add FAQ for …"): after a
+/// bullet, a `Summary:` label, `[Tag]` groups and a conventional-commit type, it starts with a
+/// verb of fixing or with adding documentation, tests or handling for the error, or a tag or
+/// type says it is a fix. A question ("How to
 /// fix …?", "… fix?") and a plea ("Fix needed: …") are reports.
 fn announces_a_fix(line: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let r = cached(
         &R,
-        r"(?i)^\s*(?:[-*+\u{2022}]\s+)?(?:\[[\w /-]{1,24}\]\s*:?\s*)*(?:(?:(?P<type>fix|bugfix|hotfix|feat|perf|refactor|chore|build|ci|docs|tests?|style|revert)(?:\([\w ./-]{1,30}\))?!?:\s*))?(?P<verb>fix|fixed|fixes|fixing|resolve[ds]?|prevent(?:s|ed)?|avoid(?:s|ed)?|mitigate[ds]?|work\s*around|workaround)?\b(?P<next>\s+\w+)?",
+        r"(?i)^\s*(?:[-*+\u{2022}]\s+)?(?:(?:summary|title|subject)\s*:\s*)?(?:\[[\w /-]{1,24}\]\s*:?\s*)*(?:(?:(?P<type>fix|bugfix|hotfix|feat|perf|refactor|chore|build|ci|docs|tests?|style|revert)(?:\([\w ./-]{1,30}\))?!?:\s*))?(?:(?P<verb>fix|fixed|fixes|fixing|resolve[ds]?|prevent(?:s|ed)?|avoid(?:s|ed)?|mitigate[ds]?|address(?:es|ed)?|work\s*around|workaround)|(?P<adds>(?:add(?:s|ed)?|document(?:s|ed)?|update[ds]?|improve[ds]?|clarif(?:y|ies|ied))\s+(?:(?:a|an|the|more|some|new|better)\s+)?(?:faq|docs?|documentation|tests?|unit\s+tests?|hints?|notes?|sections?|examples?|guides?|troubleshooting|error\s+messages?|warnings?|checks?|handling|handlers?|retr(?:y|ies)|logging)))?\b(?P<next>\s+\w+)?",
     );
     if line.contains('?') {
         return false;
@@ -231,15 +263,38 @@ fn announces_a_fix(line: &str) -> bool {
         && !c
             .name("next")
             .is_some_and(|n| n.as_str().trim().eq_ignore_ascii_case("needed"));
-    tagged || verb
+    tagged || verb || c.name("adds").is_some()
+}
+
+/// An article speaking of itself ("this article explains …", 本文将介绍 …, この記事では …): its
+/// sentences explain errors, even where they say how to solve them (如何解决, which in a
+/// report asks for help).
+fn article_voice() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r"(?i)\bthis (?:article|post|blog post|guide|tutorial)\b|в этой статье|本文|本篇文章|这篇文章|この記事|本記事|이 글에서|이 포스트",
+    )
+}
+
+/// Is `hit` a bare type or prefix name (`cudaError`, `cudaError_t`, `CUDA_ERROR_`) rather than
+/// the name of one error?
+fn bare_type_name(line: &str, hit: &Range<usize>) -> bool {
+    let rest = line.get(hit.end..).unwrap_or("");
+    let tail: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    let name = format!("{}{tail}", line.get(hit.clone()).unwrap_or(""));
+    name == "cudaError" || name == "cudaError_t" || name.ends_with('_')
 }
 
 /// The line before a quoted error frames it as an example, not as output someone got: a sentence
 /// that ends in a colon and says "for example", "e.g.", "such as" or "instead of" (a pull request
 /// showing a message before and after a change) in one of the languages articles are written in,
 /// and that no report cue claims ("we fail with errors such as:" stays a report). Plain "the
-/// error is as follows:" or "it looks like this:" are left alone: reporters write them as often as
-/// authors do. See [`framed_as_example`].
+/// error is as follows:", "it looks like this:" or "similar errors:" are left alone: reporters
+/// write them as often as authors do, in Chinese without a pronoun ("多次遇到类似报错，如："). See [`framed_as_example`].
 fn introduces_an_example(intro: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let r = cached(
@@ -269,6 +324,25 @@ pub fn framed_as_example(intro: Option<&str>, after: Option<&str>) -> bool {
     let t = intro.trim_end();
     (t.ends_with(':') || t.ends_with('\u{ff1a}'))
         && after.is_some_and(|a| a.trim_start().starts_with([',', '\u{ff0c}', '\u{3001}']))
+}
+
+/// An error named, unquoted, as the subject of a sentence that tells the reader when it happens:
+/// "The RuntimeError: CUDA out of memory occurs when your GPU doesn't have enough memory …",
+/// "This error happens if you pass labels …". Addressed to "you", it is an explanation; a title
+/// says when it happens to the reporter's own run ("CUDA out of memory occurs when fine-tuning
+/// with LoRA"), and a first-person report cue elsewhere keeps the line a report.
+fn explained_to_the_reader(line: &str, hits: &[Range<usize>]) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let r = cached(
+        &R,
+        r"(?i)\b(?:occurs|happens|appears|arises|is raised|is thrown)\s+(?:\w+\s+)?(?:when|if|because)\s+(?:you|your)\b",
+    );
+    let first = hits.iter().map(|h| h.end).min().unwrap_or(0);
+    let Some(m) = r.find_at(line, first) else {
+        return false;
+    };
+    let rest = format!("{} {}", &line[..m.start()], &line[m.end()..]);
+    !report_cue().is_match(&rest)
 }
 
 /// Han, kana and hangul characters in `text`.
@@ -333,6 +407,69 @@ mod tests {
 
     fn mention(line: &str, lit: &str) -> bool {
         names_error_in_passing(line, &hits(line, lit))
+    }
+
+    #[test]
+    fn round_eight_shapes_of_mentions() {
+        // A code span that a hard wrap left open at the end of the line.
+        assert!(mention(
+            "After the upgrade the whole test suite goes from green to `CUDA error: an illegal memory access was",
+            "illegal memory access"
+        ));
+        // Corner brackets and guillemets quote as double quotes do.
+        assert!(mention(
+            "分散学習で発生する「RuntimeError: NCCL error in: ... unhandled system error」は、ライブラリの競合が原因であることが多いです。",
+            "unhandled system error"
+        ));
+        assert!(mention(
+            "В статье разбираем, почему при обучении возникает ошибка «CUDA error: out of memory» и что с ней делать",
+            "out of memory"
+        ));
+        // Any adverb before the explaining verb; a bare type name names no error.
+        assert!(mention(
+            "Nobody knows what `ncclUnhandledCudaError` exactly means, and printing cudaError values in XLA tells little.",
+            "ncclUnhandledCudaError"
+        ));
+        // An article speaking of itself, even where it says how to solve the error.
+        assert!(mention(
+            "本文将介绍在训练时遇到\"CUDA error: device-side assert triggered\"时应该如何解决这个问题。",
+            "device-side assert triggered"
+        ));
+        assert!(mention(
+            "In this article we look at `CUDA error: device-side assert triggered` and its causes",
+            "device-side assert triggered"
+        ));
+        // Told to the reader, unquoted; a title about one's own run stays a report.
+        assert!(mention(
+            "The RuntimeError: CUDA out of memory occurs when your GPU cannot hold the batch.",
+            "CUDA out of memory"
+        ));
+        assert!(!mention(
+            "CUDA out of memory occurs when fine-tuning with LoRA on 2 GPUs",
+            "CUDA out of memory"
+        ));
+        // Commit summaries and change bullets that address the error or add help for it.
+        assert!(mention(
+            "Summary: Address `CUDA error: misaligned address` in the fused kernel",
+            "misaligned address"
+        ));
+        assert!(mention(
+            "- Add FAQ entry for CUDA error: no kernel image is available for execution on the device",
+            "no kernel image is available"
+        ));
+        assert!(mention(
+            "- Add retries for NCCL error: unhandled system error",
+            "unhandled system error"
+        ));
+        assert!(!mention(
+            "Summary: CUDA error: an illegal memory access was encountered at step 300",
+            "illegal memory access"
+        ));
+        // A paragraph that gives the cause of an error once met.
+        assert!(mention(
+            "Earlier runs of the solver hit the too many resources error (CUDA error in compute_flux: too many resources requested for launch) on older cards, which was due to launching too many threads per block, so this patch caps the block size at 256 threads.",
+            "too many resources requested for launch"
+        ));
     }
 
     #[test]
@@ -577,7 +714,7 @@ mod tests {
     fn code_spans_pair_runs_of_equal_length() {
         let l = "a `x` b ``y`z`` c `unclosed";
         let s: Vec<&str> = code_spans(l).into_iter().map(|r| &l[r]).collect();
-        assert_eq!(s, vec!["x", "y`z"]);
+        assert_eq!(s, vec!["x", "y`z", "unclosed"]);
         assert!(code_spans("no spans").is_empty());
         assert!(code_spans("```").is_empty());
     }

@@ -684,6 +684,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // tactics that do not fit, and keying on it widened the gate's `ut of ` anchor to a
             // `t of ` that ordinary English hits, about 8 % of scan time.)
             "OutOfMemory Error in",
+            // ONNX Runtime's BFC arena (onnxruntime/core/framework/bfc_arena.cc,
+            // `BFCArena::AllocateRawInternal`): "Failed to allocate memory for requested buffer of
+            // size N", behind "Non-zero status code returned while running <Op> node".
+            "Failed to allocate memory for requested buffer of size",
         ],
         kind: Kind::Oom,
         category: "cuda_oom",
@@ -772,6 +776,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "No CUDA GPUs are available",
             "CUDA driver initialization failed",
             "CUDA unknown error - this may be due to",
+            // ManagedCuda, the .NET binding of the driver API: "ManagedCuda.CudaException:
+            // ErrorOutOfMemory: <the reference's description>" (its `CUResult` names are the
+            // driver API's in CamelCase; `cuda_catalog` derives them).
+            "CudaException",
         ],
         kind: Kind::CudaError,
         category: "unknown",
@@ -888,6 +896,23 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // Other libraries fail with "internal error" too: XLA's wording counts only where the
         // line names NCCL, as all the other literals do.
         requires_any: &["NCCL", "nccl"],
+        refines: &[],
+    },
+    HeadlineRule {
+        // NCCL itself could not be loaded: XLA's "NCCL operation ncclGetUniqueId(&id) failed:
+        // Unable to load NCCL library. Multi-GPU collectives will not work." (xla/service/gpu,
+        // also TensorFlow's collective ops as "NCCL: Unable to load NCCL library"), CuPy's and
+        // Chainer's `RuntimeError('Unable to load NCCL library')`.
+        name: "nccl_library_load_failed",
+        literals: &["Unable to load NCCL library"],
+        kind: Kind::NcclError,
+        category: "nccl_library_load_failed",
+        blame: Blame::Application,
+        hint: "The process found no loadable NCCL library, so no collective can run: install the \
+               NCCL that the framework was built against (e.g. the nvidia-nccl wheel) and make it \
+               visible (LD_LIBRARY_PATH, the container image), or run on one GPU.",
+        priority: HIGH,
+        requires_any: &[],
         refines: &[],
     },
     HeadlineRule {
@@ -1182,9 +1207,10 @@ pub const SUMMARY_LITERALS: &[&str] = &[
     // The elastic agent's log line just before the summary: "api.py:869] failed (exitcode: -6)
     // local_rank: 0 (pid: 218624) of binary: /usr/bin/python" (torch/distributed/elastic/
     // multiprocessing/api.py). Keyed with the space before it, which the gate's ` failed`
-    // anchor covers; Python's bare logging format (`…api:failed (exitcode: …`) is left to the
-    // `ChildFailedError` line that follows.
+    // anchor covers, and in Python's bare logging format (`ERROR:torch.distributed.elastic.
+    // multiprocessing.api:failed (exitcode: -6) …`), where a colon comes before it.
     " failed (exitcode: ",
+    ":failed (exitcode: ",
 ];
 
 /// Literals that a numeric blow-up line must contain (case-sensitive): a non-finite token in
@@ -1279,6 +1305,7 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     "reducing to ",
     "loss scale already at minimum",
     "Minimum loss scale reached",
+    "FloatingPointError: Minimum loss",
 ];
 
 #[cfg(test)]

@@ -489,6 +489,20 @@ impl StreamScanner {
             if crate::detect::prose::framed_as_example(intro.as_deref(), after.as_deref()) {
                 return;
             }
+            // An article's heading that the very next line goes on to explain ("CUDA error:
+            // device-side assert triggered" / "… you may meet the "device-side assert triggered"
+            // error; this article explains …") is the article's subject. Only the adjacent
+            // line: a report's own prose comes after a blank line or a code fence.
+            if let (crate::model::Evidence::Headline { kind, .. }, Some(n)) =
+                (&evidence, around.next)
+            {
+                if det
+                    .kinds_named_in_passing(&String::from_utf8_lossy(n))
+                    .contains(kind)
+                {
+                    return;
+                }
+            }
             // A gate hit that a detail literal confirms opens the follow window; an anchor alone
             // (a false candidate) costs this one inspection and nothing more.
             if gated {

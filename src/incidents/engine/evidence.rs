@@ -132,11 +132,13 @@ pub(super) fn continuation(st: &mut StreamState, f: &Finding, cx: &mut Cx<'_>) {
 /// The exception torchrun raises when a worker fails (torch/distributed/elastic/
 /// multiprocessing/errors/__init__.py), printed ahead of its summary, and the elastic agent's
 /// log line before it: "api.py:869] failed (exitcode: -6) local_rank: 0 (pid: 218624) of binary: …"
-/// (multiprocessing/api.py), and the summary's root-cause header. A log cut off before or inside
-/// the summary still shows the failure.
-const CHILD_FAILED: [&str; 3] = [
+/// (multiprocessing/api.py; `…api:failed (exitcode: …` in Python's bare logging format), and the
+/// summary's root-cause header. A log cut off before or inside the summary still shows the
+/// failure.
+const CHILD_FAILED: [&str; 4] = [
     "ChildFailedError",
     " failed (exitcode: ",
+    ":failed (exitcode: ",
     "Root Cause (first observed failure)",
 ];
 const CHILD_FAILED_HINT: &str = "torchrun stopped the job because a worker process failed: the \
@@ -752,6 +754,21 @@ Root Cause (first observed failure):
             "{msg}"
         );
         assert!(msg.contains("illegal memory access"), "{msg}");
+    }
+
+    #[test]
+    fn agent_line_in_bare_logging_format_is_a_child_failure() {
+        // Python's default logging format, indented as a paste in a report keeps it.
+        let text = "        WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 77 closing signal SIGTERM
+        ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 76) of binary: /usr/bin/python3
+        Traceback (most recent call last):
+";
+        let incs = run(text);
+        assert_eq!(incs.len(), 1, "{incs:#?}");
+        assert_eq!(
+            (incs[0].kind, incs[0].category.as_str()),
+            (Kind::NcclError, "torchrun_child_failed")
+        );
     }
 
     #[test]

@@ -130,7 +130,7 @@ fn described_in_table() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"^[`'\x22]?\s*\|\s*(?:`?-?\d+`?\s*\|\s*)?[A-Z][a-z]+(?:\s+[\w,.'()-]+){3,}",
+        r"^[`'\x22]?\s*\|\s*(?:`?-?\d+`?\s*\|\s*)?[A-Z][a-z]+(?:\s+[A-Za-z,.'()-]+){3,}",
     )
 }
 
@@ -412,7 +412,11 @@ mod tests {
             "| `cudaErrorIllegalAddress` | 700 | The kernel dereferenced an address it does not own. |",
             "cudaErrorIllegalAddress"
         ));
-        // A log line that goes on after a pipe is not a table.
+        // A log line that goes on after a pipe is not a table, nor is a status with a step.
+        assert!(!in_code(
+            "CUBLAS_STATUS_EXECUTION_FAILED | Failed at step 1200 on rank 3",
+            "CUBLAS_STATUS_EXECUTION_FAILED"
+        ));
         assert!(!in_code(
             "cuBLAS call failed: CUBLAS_STATUS_EXECUTION_FAILED | rank 3 | step 1200",
             "CUBLAS_STATUS_EXECUTION_FAILED"

@@ -68,7 +68,7 @@ pub fn parse_all(line: &str) -> Vec<Evidence> {
             let t = segment.trim_end();
             let quoted = t.trim_start().starts_with('`') && t.ends_with('`') && t.len() > 2;
             let prefix = &line[prefix_start..start];
-            if quoted && enforce_shape(prefix) {
+            if quoted && enforce_shape(prefix) && enforce_label(prefix) {
                 if let Some(assertion) = clean_expression(t) {
                     out.extend(evidence(prefix, assertion, ""));
                 }
@@ -159,6 +159,12 @@ fn enforce_shape(prefix: &str) -> bool {
         Regex::new(r"[A-Za-z0-9_+\-]\.(?:cu|cuh|h|hpp|cc|cpp):\d+\s*$").expect("static regex")
     })
     .is_match(prefix)
+}
+
+/// PaddlePaddle's label before the file (`Error: ` since 2.0, `Exception: ` before): a title cut
+/// after the expression must keep it, or a comment naming a file and an assertion would count.
+fn enforce_label(prefix: &str) -> bool {
+    prefix.contains("Error: ") || prefix.contains("Exception: ")
 }
 
 /// An expression that range-checks a label or target against zero (`label >= 0 && label <
@@ -444,8 +450,10 @@ mod tests {
         let (f, _, c) = get("训练出错：Error: /paddle/paddle/fluid/operators/some_ce_op.cu:120 Assertion `lbl[i] >= 0 && lbl[i] < n_ || lbl[i] == ignore_`");
         assert_eq!(f.as_deref(), Some("some_ce_op.cu:120"));
         assert_eq!(c, "nll_target_out_of_range");
-        // Without the file and line right before it, a cut assertion is nothing.
+        // Without the file and line right before it, or without Paddle's label, a cut assertion
+        // is nothing.
         assert!(parse("see the Assertion `x < n` in the docs").is_none());
+        assert!(parse("// see kernels/softmax.cuh:120 Assertion `tid < blockDim.x`").is_none());
         // A message that checks no range names nothing.
         let (_, _, c) = get("Error: /paddle/paddle/phi/kernels/gpu/foo_kernel.cu:12 Assertion `false` failed. Something else went wrong.");
         assert_eq!(c, "unknown");

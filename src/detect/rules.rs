@@ -779,7 +779,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // ManagedCuda, the .NET binding of the driver API: "ManagedCuda.CudaException:
             // ErrorOutOfMemory: <the reference's description>" (its `CUResult` names are the
             // driver API's in CamelCase; `cuda_catalog` derives them).
-            "CudaException",
+            "CudaException: Error",
         ],
         kind: Kind::CudaError,
         category: "unknown",

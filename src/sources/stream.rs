@@ -252,6 +252,71 @@ fn best_join(
     best.map(|(t, e, _)| (t, e))
 }
 
+/// Is the line (with `evidence`) an error that the text around it shows rather than reports
+/// (docs/detection.md, "Errors framed by the lines around them")? Program output is never
+/// judged by its neighbours: a line with a rank prefix, and for the heading rule a line that
+/// names an exception class or starts with a log prefix.
+fn framed_by_neighbours(
+    det: &DetectorSet,
+    text: &str,
+    evidence: &Evidence,
+    around: Around<'_>,
+) -> bool {
+    if rank_prefix(text.as_bytes()).is_some() {
+        return false;
+    }
+    // An article's or a pull request's example of the error. (Cheap checks first: the intro
+    // must end in a colon.)
+    let colon = around.intro.is_some_and(|i| {
+        let t = i.trim_ascii_end();
+        t.ends_with(b":") || t.ends_with("\u{ff1a}".as_bytes())
+    });
+    if colon {
+        let intro = around.intro.map(String::from_utf8_lossy);
+        let after = around.after.map(String::from_utf8_lossy);
+        if crate::detect::prose::framed_as_example(intro.as_deref(), after.as_deref()) {
+            return true;
+        }
+    }
+    let (Evidence::Headline { kind, .. }, Some(n)) = (evidence, around.next) else {
+        return false;
+    };
+    let open_span = text.bytes().filter(|&b| b == b'`').count() % 2 == 1;
+    let heading = heading_shaped(text);
+    // The next line must pass the gate to name any error at all.
+    if !(open_span || heading) || n.len() > PIECE_MAX || !det.gate_matches(n) {
+        return false;
+    }
+    // A sentence that a hard wrap cut inside a code span is judged whole.
+    if open_span
+        && det
+            .kinds_named_in_passing(&join_pieces(text.as_bytes(), n))
+            .contains(kind)
+    {
+        return true;
+    }
+    // An article's heading that the very next line goes on to explain ("CUDA error:
+    // device-side assert triggered" / "… you may meet the "device-side assert triggered" error;
+    // this article explains …"). Only the adjacent line (a report's own prose comes after a
+    // blank line or a code fence), and only a heading's shape: a pasted exception line
+    // (`RuntimeError: …`) or log line followed by the reporter's musings stays an event.
+    heading
+        && det
+            .kinds_named_in_passing(&String::from_utf8_lossy(n))
+            .contains(kind)
+}
+
+/// A line that may be a heading: no exception class name (`RuntimeError`, `OutOfMemoryError`),
+/// no log prefix (a timestamp, a `[tag]`, a level).
+fn heading_shaped(text: &str) -> bool {
+    static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let r = R.get_or_init(|| {
+        regex::Regex::new(r"\b[A-Z]\w*(?:Error|Exception)\b|^\s*(?:\[|\d|[IWEF]\d{4}\s|(?:INFO|WARN|WARNING|ERROR|FATAL|DEBUG)\b)")
+            .expect("static regex")
+    });
+    !r.is_match(text)
+}
+
 /// Counters of one stream's scanner.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ScanStats {
@@ -483,25 +548,8 @@ impl StreamScanner {
             None => alone.map(|ev| (text.to_owned(), ev)),
         };
         if let Some((text, evidence)) = found {
-            // An article's or a pull request's example of the error is not an event.
-            let intro = around.intro.map(String::from_utf8_lossy);
-            let after = around.after.map(String::from_utf8_lossy);
-            if crate::detect::prose::framed_as_example(intro.as_deref(), after.as_deref()) {
+            if framed_by_neighbours(det, &text, &evidence, around) {
                 return;
-            }
-            // An article's heading that the very next line goes on to explain ("CUDA error:
-            // device-side assert triggered" / "… you may meet the "device-side assert triggered"
-            // error; this article explains …") is the article's subject. Only the adjacent
-            // line: a report's own prose comes after a blank line or a code fence.
-            if let (crate::model::Evidence::Headline { kind, .. }, Some(n)) =
-                (&evidence, around.next)
-            {
-                if det
-                    .kinds_named_in_passing(&String::from_utf8_lossy(n))
-                    .contains(kind)
-                {
-                    return;
-                }
             }
             // A gate hit that a detail literal confirms opens the follow window; an anchor alone
             // (a false candidate) costs this one inspection and nothing more.
@@ -815,11 +863,32 @@ mod first_line {
     /// blank lines and a code fence), is not an event; the same line introduced by a report is.
     #[test]
     fn examples_framed_by_the_line_before_are_not_events() {
-        let example = "Jobs on this cluster fail in several ways, for example:\n\n```\nRuntimeError: CUDA error: an illegal memory access was encountered\n```\n";
+        let example = "Jobs can fail in several ways, for example:\n\n```\nRuntimeError: CUDA error: an illegal memory access was encountered\n```\n";
         assert!(auto_findings(example).is_empty());
         let report = "After two hours the run died with:\n\n```\nRuntimeError: CUDA error: an illegal memory access was encountered\n```\n";
         assert_eq!(auto_findings(report).len(), 1);
         let mid_sentence = "训练途中突然报错：\nRuntimeError: CUDA error: device-side assert triggered\n，之后所有调用都失败。\n";
         assert!(auto_findings(mid_sentence).is_empty());
+        // A heading that the next line explains, and a sentence cut inside its code span.
+        let heading = "CUDA error: device-side assert triggered\nThis article explains where the \"device-side assert triggered\" error comes from and how to find the kernel behind it.\n";
+        assert!(auto_findings(heading).is_empty());
+        let wrapped = "- After the upgrade the script goes from `CUDA error: an illegal memory access was\n  encountered` to a clean run on every card we tried.\n";
+        assert!(auto_findings(wrapped).is_empty());
+        // A pasted exception line followed by the reporter's own musings stays an event, and so
+        // does a rank's line after another rank's example framing.
+        let musing = "RuntimeError: CUDA error: device-side assert triggered\nGoogling suggests that the \"device-side assert triggered\" error usually means a label is out of range, but num_classes is right.\n";
+        assert!(!auto_findings(musing).is_empty());
+        let ranks = "[rank1]: Possible causes vary, for example:\n[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n";
+        assert!(!auto_findings(ranks).is_empty());
+        // A report introduces its own errors with "such as:" too.
+        let report = "Logs from the failed ranks contain errors such as:\n\nRuntimeError: CUDA error: an illegal memory access was encountered\n";
+        assert!(!auto_findings(report).is_empty());
+        let report_zh = "多个节点随机报错，例如：\nRuntimeError: CUDA error: an illegal memory access was encountered\n";
+        assert!(!auto_findings(report_zh).is_empty());
+        let plea_after = "训练到第3个epoch时报错：\nRuntimeError: CUDA error: device-side assert triggered\n，请问怎么解决？\n";
+        assert!(!auto_findings(plea_after).is_empty());
+        // A pasted log line followed by the log's next line stays an event.
+        let log = "RuntimeError: CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n";
+        assert!(!auto_findings(log).is_empty());
     }
 }

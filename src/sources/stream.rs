@@ -75,9 +75,9 @@ fn continues(l: &[u8], prefix: Option<&[u8]>, adjacent: bool) -> bool {
     }
 }
 
-/// The line after `[.., le)` in `data` that may continue it: the next line, or with a rank
-/// prefix the next line of the same rank within [`LOOKAROUND`] lines.
-fn next_piece<'a>(data: &'a [u8], le: usize, prefix: Option<&[u8]>) -> Option<&'a [u8]> {
+/// The first line after `[.., le)` in `data`, within [`LOOKAROUND`] lines, that `wanted(line,
+/// adjacent)` accepts.
+fn find_after(data: &[u8], le: usize, wanted: impl Fn(&[u8], bool) -> bool) -> Option<&[u8]> {
     let mut pos = le + 1;
     for _ in 0..LOOKAROUND {
         if pos >= data.len() {
@@ -85,12 +85,44 @@ fn next_piece<'a>(data: &'a [u8], le: usize, prefix: Option<&[u8]>) -> Option<&'
         }
         let e = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
         let l = trim_cr(&data[pos..e]);
-        if continues(l, prefix, pos == le + 1) {
+        if wanted(l, pos == le + 1) {
             return Some(l);
         }
         pos = e + 1;
     }
     None
+}
+
+/// The closest line before `[ls, ..)` in `data`, within [`LOOKAROUND`] lines, that `wanted(line,
+/// adjacent)` accepts; `carry` is the last line of the previous chunk. Also returns where the
+/// line starts in `data` (`None` for `carry`).
+fn find_before<'a>(
+    data: &'a [u8],
+    ls: usize,
+    carry: &'a [u8],
+    wanted: impl Fn(&[u8], bool) -> bool,
+) -> Option<(&'a [u8], Option<usize>)> {
+    let mut end = ls;
+    for _ in 0..LOOKAROUND {
+        if end == 0 {
+            let ok = !carry.is_empty() && wanted(carry, ls == 0);
+            return ok.then_some((carry, None));
+        }
+        let e = end - 1;
+        let s = memchr::memrchr(b'\n', &data[..e]).map_or(0, |i| i + 1);
+        let l = trim_cr(&data[s..e]);
+        if wanted(l, end == ls) {
+            return Some((l, Some(s)));
+        }
+        end = s;
+    }
+    None
+}
+
+/// The line after `[.., le)` in `data` that may continue it: the next line, or with a rank
+/// prefix the next line of the same rank within [`LOOKAROUND`] lines.
+fn next_piece<'a>(data: &'a [u8], le: usize, prefix: Option<&[u8]>) -> Option<&'a [u8]> {
+    find_after(data, le, |l, adjacent| continues(l, prefix, adjacent))
 }
 
 /// The line before `[ls, ..)` in `data` that it may continue (see [`next_piece`]); `carry` is
@@ -102,21 +134,9 @@ fn prev_piece<'a>(
     prefix: Option<&[u8]>,
     carry: &'a [u8],
 ) -> Option<(&'a [u8], Option<usize>)> {
-    let mut end = ls;
-    for _ in 0..LOOKAROUND {
-        if end == 0 {
-            let ok = !carry.is_empty() && continues(carry, prefix, ls == 0);
-            return ok.then_some((carry, None));
-        }
-        let e = end - 1;
-        let s = memchr::memrchr(b'\n', &data[..e]).map_or(0, |i| i + 1);
-        let l = trim_cr(&data[s..e]);
-        if continues(l, prefix, end == ls) {
-            return Some((l, Some(s)));
-        }
-        end = s;
-    }
-    None
+    find_before(data, ls, carry, |l, adjacent| {
+        continues(l, prefix, adjacent)
+    })
 }
 
 /// Lines skipped when looking for the text around a line: blank lines and Markdown code fences.
@@ -128,37 +148,12 @@ fn is_filler(l: &[u8]) -> bool {
 /// The closest line with text before `[ls, ..)` within [`LOOKAROUND`] lines; `carry` is the last
 /// line of the previous chunk.
 fn prev_text<'a>(data: &'a [u8], ls: usize, carry: &'a [u8]) -> Option<&'a [u8]> {
-    let mut end = ls;
-    for _ in 0..LOOKAROUND {
-        if end == 0 {
-            return (!is_filler(carry)).then_some(carry);
-        }
-        let e = end - 1;
-        let s = memchr::memrchr(b'\n', &data[..e]).map_or(0, |i| i + 1);
-        let l = trim_cr(&data[s..e]);
-        if !is_filler(l) {
-            return Some(l);
-        }
-        end = s;
-    }
-    None
+    find_before(data, ls, carry, |l, _| !is_filler(l)).map(|(l, _)| l)
 }
 
 /// The closest line with text after `[.., le)` within [`LOOKAROUND`] lines.
 fn next_text(data: &[u8], le: usize) -> Option<&[u8]> {
-    let mut pos = le + 1;
-    for _ in 0..LOOKAROUND {
-        if pos >= data.len() {
-            return None;
-        }
-        let e = memchr::memchr(b'\n', &data[pos..]).map_or(data.len(), |i| pos + i);
-        let l = trim_cr(&data[pos..e]);
-        if !is_filler(l) {
-            return Some(l);
-        }
-        pos = e + 1;
-    }
-    None
+    find_after(data, le, |l, _| !is_filler(l))
 }
 
 /// `first` followed by `second` without the rank prefix they share.

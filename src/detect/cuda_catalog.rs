@@ -97,27 +97,23 @@ fn driver_short_forms(driver_name: &str) -> Vec<String> {
     if !suffix.contains('_') {
         return Vec::new();
     }
+    let sentence = capitalised(&suffix.replace('_', " "));
     // ManagedCuda's `CUResult` names: `Error` and the words in CamelCase (`ErrorOutOfMemory`).
     let camel: String = std::iter::once("Error".to_owned())
-        .chain(suffix.split('_').map(|w| {
-            let w = w.to_ascii_lowercase();
-            let mut cs = w.chars();
-            cs.next()
-                .map(|c| c.to_ascii_uppercase())
-                .into_iter()
-                .chain(cs)
-                .collect::<String>()
-        }))
-        .collect();
-    let lower = suffix.replace('_', " ").to_ascii_lowercase();
-    let mut words = lower.chars();
-    let sentence: String = words
-        .next()
-        .map(|c| c.to_ascii_uppercase())
-        .into_iter()
-        .chain(words)
+        .chain(suffix.split('_').map(capitalised))
         .collect();
     vec![suffix.to_owned(), sentence, camel]
+}
+
+/// `s` in lower case with its first letter in upper case (`OUT OF MEMORY` → `Out of memory`).
+fn capitalised(s: &str) -> String {
+    let lower = s.to_ascii_lowercase();
+    let mut cs = lower.chars();
+    cs.next()
+        .map(|c| c.to_ascii_uppercase())
+        .into_iter()
+        .chain(cs)
+        .collect()
 }
 
 /// The catalog's rows, parsed once.

@@ -14,6 +14,7 @@
 #[path = "assert_catalog.rs"]
 pub mod assert_catalog;
 
+use super::prose::cached;
 use super::rules::{ASSERT_FAMILIES, UNKNOWN_ASSERT_HINT};
 use crate::model::Evidence;
 use memchr::memmem;
@@ -155,10 +156,7 @@ fn evidence(prefix: &str, assertion: String, message: &str) -> Option<Evidence> 
 /// (`file.h:295: fn: Assertion …`). Does `prefix` end in that shape?
 fn enforce_shape(prefix: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| {
-        Regex::new(r"[A-Za-z0-9_+\-]\.(?:cu|cuh|h|hpp|cc|cpp):\d+\s*$").expect("static regex")
-    })
-    .is_match(prefix)
+    cached(&R, r"[A-Za-z0-9_+\-]\.(?:cu|cuh|h|hpp|cc|cpp):\d+\s*$").is_match(prefix)
 }
 
 /// PaddlePaddle's label before the file (`Error: ` since 2.0, `Exception: ` before): a title cut
@@ -172,10 +170,10 @@ fn enforce_label(prefix: &str) -> bool {
 /// whichever loss kernel checks it.
 fn checks_a_label_range(assertion: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| {
-        Regex::new(r"(?i)\b(?:labels?|targets?|lbl|tgt)\w*(?:\[[^\]]{0,40}\])?\s*>=\s*0\b")
-            .expect("static regex")
-    })
+    cached(
+        &R,
+        r"(?i)\b(?:labels?|targets?|lbl|tgt)\w*(?:\[[^\]]{0,40}\])?\s*>=\s*0\b",
+    )
     .is_match(assertion)
 }
 

@@ -78,6 +78,10 @@ pub(super) fn report_cue() -> &'static Regex {
 /// Content ranges of the quotations of `line`: inline code spans, then double-quoted strings
 /// outside them (straight or curly quotes, the corner brackets 「」『』 of Chinese and Japanese,
 /// guillemets « »).
+/// Marks that open a quotation ([`quoted_spans`]), and those that close one.
+const OPENING_QUOTES: [char; 5] = ['"', '\u{201c}', '\u{300c}', '\u{300e}', '\u{ab}'];
+const CLOSING_QUOTES: [char; 5] = ['"', '\u{201d}', '\u{300d}', '\u{300f}', '\u{bb}'];
+
 fn quoted_spans(line: &str) -> Vec<Range<usize>> {
     let mut spans = code_spans(line);
     let mut open: Option<usize> = None;
@@ -92,10 +96,8 @@ fn quoted_spans(line: &str) -> Vec<Range<usize>> {
             continue;
         }
         match (c, open) {
-            ('"' | '\u{201c}' | '\u{300c}' | '\u{300e}' | '\u{ab}', None) => {
-                open = Some(i + c.len_utf8())
-            }
-            ('"' | '\u{201d}' | '\u{300d}' | '\u{300f}' | '\u{bb}', Some(o)) => {
+            (c, None) if OPENING_QUOTES.contains(&c) => open = Some(i + c.len_utf8()),
+            (c, Some(o)) if CLOSING_QUOTES.contains(&c) => {
                 quotes.push(o..i);
                 open = None;
             }
@@ -172,13 +174,7 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     if explained_to_the_reader(line, hits) {
         return true;
     }
-    if !(line.contains('`')
-        || line.contains('"')
-        || line.contains('\u{201c}')
-        || line.contains('\u{300c}')
-        || line.contains('\u{300e}')
-        || line.contains('\u{ab}'))
-    {
+    if !(line.contains('`') || line.contains(OPENING_QUOTES)) {
         return explained_in_a_paragraph(line, hits);
     }
     let spans = quoted_spans(line);
@@ -191,12 +187,7 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     if hits.is_empty() {
         return false;
     }
-    let all_named = hits.iter().all(|h| {
-        spans
-            .iter()
-            .any(|s| s.start <= h.start && h.end <= s.end && s.len() <= QUOTE_BYTES)
-    });
-    if !all_named {
+    if !named_by(&spans, &hits) {
         return explained_in_a_paragraph(line, &hits);
     }
     // The prose around the spans.
@@ -221,7 +212,7 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     let article = article_voice().is_match(&outside);
     // Guillemets and corner brackets quote in prose that the English cues cannot read: an
     // explaining word must say it is an explanation.
-    let strongly_quoted = named_by(&spans_strong(line), &hits);
+    let strongly_quoted = named_by(&strong_spans(line, &spans), &hits);
     if cjk_chars(&outside) >= CJK_SENTENCE_CHARS {
         let (person, plea) = cjk_cues(&outside);
         return !person
@@ -307,8 +298,9 @@ fn bare_type_name(line: &str, hit: &Range<usize>) -> bool {
 /// the same way ("Logs from the failed ranks contain errors such as:", "多个节点随机报错，例如：")
 /// and stays a report. Plain "the
 /// error is as follows:", "it looks like this:" or "similar errors:" are left alone: reporters
-/// write them as often as authors do, in Chinese without a pronoun ("多次遇到类似报错，如："). See [`framed_as_example`].
-fn introduces_an_example(intro: &str) -> bool {
+/// write them as often as authors do, in Chinese without a pronoun ("多次遇到类似报错，如：").
+/// [`framed_as_example`] has checked the colon.
+fn introduces_an_example(t: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let r = cached(
         &R,
@@ -319,12 +311,7 @@ fn introduces_an_example(intro: &str) -> bool {
         &GENERIC,
         r"(?i)\b(?:instead of|you|your|may|might|can|could|would|typically|usually|often|common|commonly|various|different)\b|\bвы\b|\bвас\b|\bваш|\bмож|обычно|你|您|可能|通常|常见|各种|よく|場合|수 있|보통",
     );
-    let t = intro.trim_end();
-    (t.ends_with(':') || t.ends_with('\u{ff1a}'))
-        && r.is_match(t)
-        && generic.is_match(t)
-        && !report_cue().is_match(t)
-        && !cjk_report_cue(t)
+    r.is_match(t) && generic.is_match(t) && !report_cue().is_match(t) && !cjk_report_cue(t)
 }
 
 /// Is a line that reads as an error a quotation the text around it frames as one? `intro` is the
@@ -334,15 +321,15 @@ fn introduces_an_example(intro: &str) -> bool {
 /// ("… suddenly reports:" / the error / ", and then every CUDA call fails"). A program's output
 /// never continues on the next line with a comma.
 pub fn framed_as_example(intro: Option<&str>, after: Option<&str>) -> bool {
-    let Some(intro) = intro else {
+    // Both shapes need an intro that ends in a colon.
+    let Some(t) = intro
+        .map(str::trim_end)
+        .filter(|t| t.ends_with(':') || t.ends_with('\u{ff1a}'))
+    else {
         return false;
     };
-    if introduces_an_example(intro) {
-        return true;
-    }
-    let t = intro.trim_end();
-    (t.ends_with(':') || t.ends_with('\u{ff1a}'))
-        && after.is_some_and(|a| {
+    introduces_an_example(t)
+        || after.is_some_and(|a| {
             a.trim_start().starts_with([',', '\u{ff0c}', '\u{3001}'])
                 && !report_cue().is_match(a)
                 && !cjk_report_cue(a)
@@ -428,14 +415,16 @@ fn explains_in_other_words(text: &str) -> bool {
         || article_voice().is_match(text)
 }
 
-/// The quotations of `line` that are code spans or double quotes (straight or curly).
-fn spans_strong(line: &str) -> Vec<Range<usize>> {
-    quoted_spans(line)
-        .into_iter()
+/// The quotations among `spans` (of `line`) that are code spans or double quotes (straight or
+/// curly).
+fn strong_spans(line: &str, spans: &[Range<usize>]) -> Vec<Range<usize>> {
+    spans
+        .iter()
         .filter(|s| {
             let open = line.get(..s.start).and_then(|b| b.chars().next_back());
             matches!(open, Some('`' | '"' | '\u{201c}'))
         })
+        .cloned()
         .collect()
 }
 

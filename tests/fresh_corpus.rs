@@ -505,3 +505,10 @@ mod helpers {
 fn fresh7_set_scores() {
     score("fresh7");
 }
+
+/// Round nine's set, collected by two people who had not read the rules (one for the kernel log),
+/// scored once before any rule of the round was written; spent since.
+#[test]
+fn fresh8_set_scores() {
+    score("fresh8");
+}

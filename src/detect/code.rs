@@ -35,7 +35,7 @@ fn statement_start() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"^(?:>>>\s|\.\.\.\s|[-*+]\s+)?\s*(?:\}\s*)?(?:if|elif|else\s+if|while|assert|raise|throw|return|yield|case|print|printf|fprintf|sprintf|snprintf|puts|echo|std::cerr|std::cout|cerr|cout|console\.\w+|logger\.\w+|logging\.\w+|log\.\w+|LOG\(\w+\)|warnings\.warn|self\.assert\w*|assert\w*!|panic!|println!|eprintln!|TORCH_CHECK|AT_ERROR|TORCH_WARN)\b",
+        r"^(?:>>>\s|\.\.\.\s|[-*+]\s+)?\s*(?:\}\s*)?(?:if|elif|else\s+if|while|assert|raise|throw|return|yield|case|print|printf|fprintf|sprintf|snprintf|puts|echo|std::cerr|std::cout|cerr|cout|console\.\w+|logger\.\w+|logging\.\w+|log\.\w+|LOG\(\w+\)|warnings\.warn|self\.assert\w*|assert\w*!|panic!|println!|eprintln!|TORCH_CHECK|AT_ERROR|TORCH_WARN|tl\.device_assert|tl\.static_assert)\b",
     )
 }
 
@@ -186,6 +186,30 @@ fn literals(line: &str) -> Vec<Range<usize>> {
     out
 }
 
+/// A field that holds a pattern to look for, not output: a knowledge base's or a detector's
+/// `SIGNATURE=RuntimeError: …`, `REGEX=CUDA error: …`, YAML's `pattern: "…"` and
+/// `error_regex: …`, JSON's `"match": "…"`, at the start of the line.
+fn pattern_field() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r#"(?i)^\s*(?:[-*]\s+)?["']?(?:[a-z]+[_-])*(?:signature|regexp?|patterns?|matcher|match|fingerprint|grep)(?:[_-][a-z]+)*["']?\s*[:=]"#,
+    )
+}
+
+/// An exception class's bare name on a line of its own (a heading or a glossary entry:
+/// "RendezvousTimeoutError" above the paragraph that explains it). Python prints a raised
+/// exception with its module (`torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError`)
+/// and a message after a colon, so output never looks like that.
+fn class_alone(line: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r"^\s*(?:#{1,6}\s+)?(?:\*\*|__)?`?[A-Z][A-Za-z0-9]*(?:Error|Exception)`?(?:\*\*|__)?\s*$",
+    )
+    .is_match(line)
+}
+
 /// Several `key=value` pairs with no spaces around `=`, as logfmt output has
 /// (`time=… level=error msg="…"`): output of a program, not an assignment.
 fn logfmt(line: &str) -> bool {
@@ -202,7 +226,7 @@ pub fn holds_error_in_code(line: &str, hits: &[Range<usize>]) -> bool {
     if hits.is_empty() {
         return false;
     }
-    if handler_clause().is_match(line) {
+    if handler_clause().is_match(line) || pattern_field().is_match(line) || class_alone(line) {
         return true;
     }
     if hits.iter().all(|h| defined_or_glossed(line, h)) || template_number().is_match(line) {
@@ -330,6 +354,59 @@ mod tests {
             r#"    if msg.startswith("CUDA error: out of memory"):"#,
             "out of memory"
         ));
+    }
+
+    #[test]
+    fn pattern_fields_and_bare_class_names_are_not_output() {
+        for (line, lit) in [
+            (
+                "SIGNATURE=RuntimeError: CUDA error: device-side assert triggered",
+                "device-side assert triggered",
+            ),
+            (
+                "REGEX=CUDA error: an illegal memory access was encountered",
+                "an illegal memory access",
+            ),
+            (
+                "  - pattern: \"NCCL error: unhandled system error\"",
+                "unhandled system error",
+            ),
+            ("    error_regex: CUDA out of memory", "CUDA out of memory"),
+            (
+                "\"match\": \"Watchdog caught collective operation timeout\",",
+                "collective operation timeout",
+            ),
+            ("RendezvousTimeoutError", "RendezvousTimeoutError"),
+            ("## OutOfMemoryError", "OutOfMemoryError"),
+            ("**DistStoreError**", "DistStoreError"),
+        ] {
+            assert!(in_code(line, lit), "{line}");
+        }
+        for (line, lit) in [
+            // Output: a qualified class, a message after it, a log line with a `match` word later.
+            (
+                "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError",
+                "RendezvousTimeoutError",
+            ),
+            (
+                "RendezvousTimeoutError: timed out waiting for nodes",
+                "RendezvousTimeoutError",
+            ),
+            (
+                "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB",
+                "CUDA out of memory",
+            ),
+            (
+                "Error: no match for CUDA error: an illegal memory access was encountered",
+                "an illegal memory access",
+            ),
+            (
+                "Patterns of failure: CUDA error: an illegal memory access was encountered",
+                "an illegal memory access",
+            ),
+        ] {
+            assert!(!in_code(line, lit), "{line}");
+        }
     }
 
     #[test]

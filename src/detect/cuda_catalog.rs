@@ -202,7 +202,23 @@ pub fn refine(line: &str) -> Option<Refined> {
     if let Some(m) = best {
         return Some(Refined::Error(&c.errors[c.owner[m.pattern().as_usize()]]));
     }
-    library_status(line).map(Refined::LibraryStatus)
+    library_status(line)
+        .map(Refined::LibraryStatus)
+        .or_else(|| driver_code(line).map(Refined::Error))
+}
+
+/// The error of a driver API call that a binding reports by its `CUresult` value: Numba's
+/// "CudaAPIError: [716] Call to cuMemcpyDtoH results in UNKNOWN_CUDA_ERROR" names the value only
+/// where its own table lacks the name (numba/cuda/cudadrv/driver.py, `_check_error`). The
+/// catalog's rows that have a driver API twin share its value (CUDA Driver API, enum
+/// `CUresult`).
+fn driver_code(line: &str) -> Option<&'static CudaError> {
+    const HEAD: &str = "CudaAPIError: [";
+    let rest = &line[line.find(HEAD)? + HEAD.len()..];
+    let code: u32 = rest.get(..rest.find(']')?)?.trim().parse().ok()?;
+    errors()
+        .iter()
+        .find(|e| e.code == code && e.driver_name.is_some())
 }
 
 /// The category for a math library's status name on `line` (`CUSOLVER_STATUS_INTERNAL_ERROR` →
@@ -405,6 +421,26 @@ mod tests {
                 None => {}
             }
         }
+    }
+
+    #[test]
+    fn numba_names_the_driver_code() {
+        // numba/cuda/cudadrv/driver.py prints the CUresult value and, for a value its own table
+        // lacks, UNKNOWN_CUDA_ERROR.
+        assert_eq!(
+            category("numba.cuda.cudadrv.driver.CudaAPIError: [716] Call to cuMemcpyDtoH results in UNKNOWN_CUDA_ERROR").as_deref(),
+            Some("misaligned_address")
+        );
+        assert_eq!(
+            category("CudaAPIError: [2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY")
+                .as_deref(),
+            Some("cuda_oom")
+        );
+        assert_eq!(
+            category("CudaAPIError: [12345] Call to cuInit results in UNKNOWN_CUDA_ERROR"),
+            None
+        );
+        assert_eq!(category("CudaAPIError: [x"), None);
     }
 
     #[test]

@@ -23,7 +23,33 @@ use std::sync::OnceLock;
 
 /// Literals every form of the assertion line this module parses contains (for a literal gate):
 /// the backticks and quotes after "Assertion" are optional in pasted text.
-pub const LINE_LITERALS: &[&str] = &["Assertion"];
+/// HIP's device `assert` says "Device-side assertion", and TorchInductor's Triton kernels check
+/// indices with a message of their own that titles quote without the assertion around it.
+pub const LINE_LITERALS: &[&str] = &["Assertion", DEVICE_SIDE, INDUCTOR_BOUNDS];
+
+/// What ROCm's device library prints for a failed `assert` in a HIP kernel: ``file:line:
+/// function: Device-side assertion `expr' failed.`` (LLVM's AMDGPU device libc, `__assert_fail`).
+/// The kernel names no block or thread, and its file is a `.cpp` or `.hip` source.
+const DEVICE_SIDE: &str = "Device-side assertion";
+
+/// TorchInductor's generated bounds check: `tl.device_assert(…, "index out of bounds: 0 <= tmp4 <
+/// 32000")` (torch/_inductor/codegen/triton.py `indirect_assert`). The temporary `tmpN` is the
+/// code generator's own name, so the message cannot be anyone's prose.
+const INDUCTOR_BOUNDS: &str = "index out of bounds: 0 <= tmp";
+
+/// Byte ranges of the words that make `line` a kernel assertion ("Assertion", HIP's
+/// "Device-side assertion", Inductor's bounds message): what `detect::prose` and `detect::code`
+/// judge when they decide whether the line shows an assertion rather than quotes one.
+pub fn assertion_hits(line: &str) -> Vec<std::ops::Range<usize>> {
+    let mut hits: Vec<_> = assertion_tokens(line)
+        .into_iter()
+        .map(|(s, e)| s..e)
+        .collect();
+    for lit in [DEVICE_SIDE, INDUCTOR_BOUNDS] {
+        hits.extend(memmem::find_iter(line.as_bytes(), lit).map(|s| s..s + lit.len()));
+    }
+    hits
+}
 
 struct Patterns {
     kernel_file: Regex,
@@ -33,7 +59,7 @@ struct Patterns {
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
     P.get_or_init(|| Patterns {
-        kernel_file: Regex::new(r"([A-Za-z0-9_+\-.]+\.(?:cu|cuh|h|hpp|cpp|cc|c)):(\d+)")
+        kernel_file: Regex::new(r"([A-Za-z0-9_+\-.]+\.(?:cu|cuh|hip|h|hpp|cpp|cc|c)):(\d+)")
             .expect("static regex"),
         block_thread: Regex::new(
             r"block:\s*\\?\[(\d+),\s*(\d+),\s*(\d+)\\?\],\s*thread:\s*\\?\[(\d+),\s*(\d+),\s*(\d+)\\?\]",
@@ -51,11 +77,24 @@ pub fn parse(line: &str) -> Option<Evidence> {
 /// one per failing thread), in order. Linear in the line's length.
 pub fn parse_all(line: &str) -> Vec<Evidence> {
     let tokens = assertion_tokens(line);
+    if tokens.is_empty() {
+        return inductor_message(line).into_iter().collect();
+    }
     let mut out = Vec::new();
     let mut prefix_start = 0;
     for (i, &(start, end)) in tokens.iter().enumerate() {
         let seg_end = tokens.get(i + 1).map_or(line.len(), |t| t.0);
         let segment = &line[end..seg_end];
+        if let Some((expr, used)) = glued_form(segment) {
+            // Markdown that ate a title's backticks with the spaces around them
+            // (`….cu:1008 Assertionfalsefailed.`): only in PaddlePaddle's printf shape.
+            let prefix = &line[prefix_start..start];
+            if enforce_shape(prefix) {
+                out.extend(evidence(prefix, expr.to_owned(), &segment[used..]));
+                prefix_start = end + used;
+            }
+            continue;
+        }
         if let Some((expr, used)) = printf_form(segment) {
             if let Some(assertion) = clean_expression(expr) {
                 out.extend(evidence(&line[prefix_start..start], assertion, ""));
@@ -119,8 +158,11 @@ fn evidence(prefix: &str, assertion: String, message: &str) -> Option<Evidence> 
     });
     // glibc's host `assert` prints nothing after "failed."; a range-check sentence there is
     // PaddlePaddle's device-side enforce, whatever file it is in, and so is its printf shape.
+    // HIP's device library names its kernel's `assert` as device-side, whatever the file.
+    let device_side = prefix.ends_with(&DEVICE_SIDE[..DEVICE_SIDE.len() - "assertion".len()]);
     if block.is_none()
         && host_file
+        && !device_side
         && site.is_none()
         && family_of_message(message).is_none()
         && !enforce_shape(prefix)
@@ -177,17 +219,57 @@ fn checks_a_label_range(assertion: &str) -> bool {
     .is_match(assertion)
 }
 
-/// Byte ranges of the word "Assertion" (not "AssertionError").
+/// Byte ranges of the word "Assertion" (not "AssertionError"; glued to its expression only
+/// where "failed" ends the same word) and of the "assertion" of HIP's "Device-side assertion".
 fn assertion_tokens(line: &str) -> Vec<(usize, usize)> {
     const WORD: &str = "Assertion";
-    memmem::find_iter(line.as_bytes(), WORD)
+    let mut tokens: Vec<(usize, usize)> = memmem::find_iter(line.as_bytes(), WORD)
         .filter(|&s| {
-            !line.as_bytes()[s + WORD.len()..]
-                .first()
-                .is_some_and(|b| b.is_ascii_alphanumeric())
+            let rest = &line.as_bytes()[s + WORD.len()..];
+            !rest.first().is_some_and(|b| b.is_ascii_alphanumeric())
+                || glued_form(&line[s + WORD.len()..]).is_some()
         })
         .map(|s| (s, s + WORD.len()))
-        .collect()
+        .collect();
+    let hip = DEVICE_SIDE.len() - "assertion".len();
+    tokens.extend(
+        memmem::find_iter(line.as_bytes(), DEVICE_SIDE).map(|s| (s + hip, s + DEVICE_SIDE.len())),
+    );
+    tokens.sort_unstable();
+    tokens
+}
+
+/// An expression glued to both words around it, `falsefailed` after "Assertion": the expression
+/// and how far into `segment` "failed" ends.
+fn glued_form(segment: &str) -> Option<(&str, usize)> {
+    let word_end = segment
+        .find(|c: char| c.is_whitespace())
+        .unwrap_or(segment.len());
+    let word = &segment[..word_end];
+    if !word.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return None;
+    }
+    let at = word.find("failed").filter(|&at| at > 0)?;
+    Some((&word[..at], at + "failed".len()))
+}
+
+/// TorchInductor's bounds message on its own, without the assertion around it (an issue title,
+/// a line that lost its head): the message is the assertion.
+fn inductor_message(line: &str) -> Option<Evidence> {
+    let at = memmem::find(line.as_bytes(), INDUCTOR_BOUNDS.as_bytes())?;
+    let text = line[at..]
+        .trim_end()
+        .trim_end_matches(['`', '"', '\'', '*']);
+    let assertion = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (category, hint) = classify(&assertion, None);
+    Some(Evidence::KernelAssert {
+        kernel_file: None,
+        assertion,
+        block: None,
+        thread: None,
+        category: category.into(),
+        hint: hint.into(),
+    })
 }
 
 /// PyTorch's `CUDA_KERNEL_ASSERT_PRINTF` (c10/macros/Macros.h, 2.6 and later) prints
@@ -398,6 +480,51 @@ mod tests {
             "probability tensor contains either `inf`, `nan` or element < 0"
         );
         assert_eq!(c, "multinomial_invalid_probability");
+    }
+
+    #[test]
+    fn hip_device_side_assertion() {
+        // LLVM's AMDGPU device libc (`__assert_fail`): "%s:%u: %s: Device-side assertion `%s'
+        // failed.\n", from a .cpp or .hip source and without block or thread.
+        let line = "kernels.hip:88: void scale(float*, int): Device-side assertion `i < n' failed.";
+        let (f, a, c) = get(line);
+        assert_eq!(f.as_deref(), Some("kernels.hip:88"));
+        assert_eq!(a, "i < n");
+        assert_eq!(c, "unknown");
+        let (f, a, _) = get(
+            "main.cpp:50: void k(const float *__restrict, int): Device-side assertion `0' failed.",
+        );
+        assert_eq!((f.as_deref(), a.as_str()), (Some("main.cpp:50"), "0"));
+        assert_eq!(parse_all(&format!("{line} {line}")).len(), 2);
+        // glibc's host assert in the same kind of file stays host code.
+        assert!(parse("main.cpp:50: int main(): Assertion `argc > 1' failed.").is_none());
+    }
+
+    #[test]
+    fn expression_glued_to_both_words() {
+        // A rendered title that lost the backticks and the spaces around them, in PaddlePaddle's
+        // printf shape; the enforce sentence still names the family.
+        let line = "Error: /paddle/phi/kernels/gpu/loss_kernel.cu:77 Assertionfalsefailed. The value of label expected >= 0 and < 10, or == -100, but got 12. Please check label value.";
+        let (f, a, c) = get(line);
+        assert_eq!(f.as_deref(), Some("loss_kernel.cu:77"));
+        assert_eq!(a, "false");
+        assert_eq!(c, "nll_target_out_of_range");
+        // Not the shape: "AssertionError" and a glued word elsewhere are no assertions.
+        assert!(parse("AssertionError: check failed").is_none());
+        assert!(parse("see foo.cu:12 and the Assertionsfailed list").is_none());
+        assert!(parse("Assertionfalsefailed.").is_none());
+    }
+
+    #[test]
+    fn inductor_bounds_message_alone() {
+        let (f, a, c) = get("index out of bounds: 0 <= tmp4 < libdevice.trunc(0.12*(ks0.to(tl.float64))).to(tl.int32)");
+        assert_eq!(f, None);
+        assert_eq!(a, "index out of bounds: 0 <= tmp4 < libdevice.trunc(0.12*(ks0.to(tl.float64))).to(tl.int32)");
+        assert_eq!(c, "index_out_of_bounds");
+        let (_, a, _) = get("`index out of bounds: 0 <= tmp12 < ks1`  ");
+        assert_eq!(a, "index out of bounds: 0 <= tmp12 < ks1");
+        // Plain English and other checks are not the generated message.
+        assert!(parse("index out of bounds: 0 <= i < n").is_none());
     }
 
     #[test]

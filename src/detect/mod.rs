@@ -304,6 +304,11 @@ impl DetectorSet {
     }
 
     pub fn inspect(&self, line: &str) -> Option<Evidence> {
+        self.inspect_line(line)
+            .or_else(|| self.inspect_line(&without_output_tags(line)?))
+    }
+
+    fn inspect_line(&self, line: &str) -> Option<Evidence> {
         let mut flags = 0u16;
         let mut headlines: Vec<usize> = Vec::new();
         let mut headline_hits: Vec<std::ops::Range<usize>> = Vec::new();
@@ -346,7 +351,16 @@ impl DetectorSet {
         }
         if has(Owner::Assert) {
             if let Some(e) = kernel_assert::parse(line) {
-                return Some(e);
+                // The same test as for headlines below: a sentence that quotes an assertion in a
+                // code span ("otherwise you get `Assertion 'srcIndex < srcSelectDimSize'
+                // failed`") or the code that checks it (Inductor's `tl.device_assert(…)`) shows
+                // no failure.
+                let hits = kernel_assert::assertion_hits(line);
+                if !(prose::names_error_in_passing(line, &hits)
+                    || code::holds_error_in_code(line, &hits))
+                {
+                    return Some(e);
+                }
             }
         }
         users.sort_unstable();
@@ -377,6 +391,14 @@ impl DetectorSet {
         // that its CUDA text would match report such a line.
         if line.contains("NCCL INFO") {
             headlines.clear();
+        }
+        // A connection the runtime says it is retrying has not failed yet: c10d's "The server
+        // socket on [host]:29501 is not yet listening (Error: 111 - Connection refused),
+        // retrying..." (torch/csrc/distributed/c10d/socket.cpp) ends in a connection as often
+        // as not; the failure that ends the job is a line of its own ("has failed to connect to
+        // any network address", "timed out after").
+        if says_it_retries(line) {
+            headlines.retain(|&i| !CONNECT_FAMILIES.contains(&HEADLINE_RULES[i].category));
         }
         // A refining literal counts only where a headline literal brought the line here.
         if !headlines.is_empty() {
@@ -435,6 +457,30 @@ impl DetectorSet {
 
 /// The family a generic CUDA row's line names more precisely, from the CUDA error catalog: an
 /// error's name, message or a framework's wording of it, or a math library's status.
+/// `line` without the tags Open MPI's `mpirun --tag-output` (and `horovodrun` over it) puts in
+/// front of every write, `[1,19]<stderr>:`, when one sits inside the line: Python writes an
+/// exception's class and its message separately, so a rank's line reads
+/// `[1,19]<stderr>:RuntimeError[1,19]<stderr>:: NCCL communicator was aborted …`. `None` when
+/// there is no tag past the line's start.
+fn without_output_tags(line: &str) -> Option<String> {
+    static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    memchr::memmem::find(line.get(1..)?.as_bytes(), b"]<std")?;
+    let r = prose::cached(&R, r"\[\d+,\d+\]<std(?:out|err|diag)>:");
+    r.find_iter(line)
+        .any(|m| m.start() > 0)
+        .then(|| r.replace_all(line, "").into_owned())
+}
+
+/// The families of a connection attempt, which a retry notice does not report.
+const CONNECT_FAMILIES: [&str; 2] = ["nccl_connection_refused", "c10d_store_connect_failed"];
+
+/// Does `line` say the attempt it reports is being retried ("…, retrying...", "will retry")?
+fn says_it_retries(line: &str) -> bool {
+    ["retrying", "Retrying", "will retry", "Will retry"]
+        .iter()
+        .any(|w| line.contains(w))
+}
+
 fn refine_generic(line: &str, generic: &rules::HeadlineRule) -> Option<Evidence> {
     let (kind, category, blame, hint) = match cuda_catalog::refine(line)? {
         cuda_catalog::Refined::Error(e) => (e.kind, e.category.into(), e.blame, e.hint_text()?),
@@ -707,7 +753,7 @@ mod tests {
             // TensorFlow's BLAS and convolution ops (tensorflow/core/kernels/matmul_op*.cc,
             // conv_ops*.cc).
             ("tensorflow.python.framework.errors_impl.InternalError: Blas GEMM launch failed : a.shape=(100, 784), b.shape=(784, 10), m=100, n=10, k=784", Kind::CudaError, "cublas_execution_failed"),
-            ("tensorflow.python.framework.errors_impl.UnknownError: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize, so try looking to see if a warning log message was printed above.", Kind::CudaError, "cudnn_not_initialized"),
+            ("tensorflow.python.framework.errors_impl.UnknownError: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize, so try looking to see if a warning log message was printed above.", Kind::CudaError, "cudnn_internal_error"),
             // Lua Torch cutorch (lib/THC/THCGeneral.c) and its PyTorch THC successor.
             ("THCudaCheck FAIL file=/tmp/luarocks_cutorch-scm-1-1234/cutorch/lib/THC/generic/THCStorage.cu line=66 error=2 : out of memory", Kind::Oom, "cuda_oom"),
             ("RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/generic/THCStorage.cu:58", Kind::Oom, "cuda_oom"),
@@ -716,6 +762,59 @@ mod tests {
             ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=8 : invalid device function", Kind::CudaError, "invalid_device_function"),
         ] {
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+    }
+
+    #[test]
+    fn upstream_wordings_of_round_nine() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            // Numba's driver binding names the CUresult value (numba/cuda/cudadrv/driver.py).
+            ("numba.cuda.cudadrv.driver.CudaAPIError: [700] Call to cuCtxSynchronize results in UNKNOWN_CUDA_ERROR", Kind::CudaError, "illegal_memory_access"),
+            // MXNet's GPU pool (src/storage/pooled_storage_manager.h).
+            ("[10:00:01] src/storage/./pooled_storage_manager.h:108: Memory allocation failed.", Kind::Oom, "cuda_oom"),
+            // ProcessGroupNCCL once the watchdog aborted the communicator.
+            ("torch.distributed.DistBackendError: NCCL communicator was aborted on rank 3. Original reason for failure was: Watchdog …", Kind::NcclError, "nccl_watchdog_timeout"),
+            // c10d's per-address warning (torch/csrc/distributed/c10d/socket.cpp).
+            ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [master-0]:29500 (errno: 111 - Connection refused).", Kind::NcclError, "nccl_connection_refused"),
+            ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [::ffff:10.0.0.1]:29500 (errno: 110 - Connection timed out).", Kind::NcclError, "c10d_store_connect_failed"),
+            // TensorFlow's conv ops after cuDNN could not create its handle.
+            ("(0) Unknown: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize, so try looking to see if a warning log message was printed above.", Kind::CudaError, "cudnn_internal_error"),
+            // HIP's device assert and Inductor's bounds message alone.
+            ("vector_add.hip:31: void add(float*, const float*, int): Device-side assertion `i < n' failed.", Kind::DeviceAssert, "unknown"),
+            ("index out of bounds: 0 <= tmp7 < 50257", Kind::DeviceAssert, "index_out_of_bounds"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "gate: {line}");
+            let (got_kind, got_cat) = match d.inspect(line) {
+                Some(Evidence::Headline { kind, category, .. }) => (kind, category),
+                Some(Evidence::KernelAssert { category, .. }) => (Kind::DeviceAssert, category),
+                other => panic!("{line}: {other:?}"),
+            };
+            assert_eq!((got_kind, got_cat.as_ref()), (kind, cat), "{line}");
+        }
+        // Open MPI's output tags inside a line (Python wrote the class and the message apart).
+        assert!(matches!(
+            d.inspect("[1,19]<stderr>:RuntimeError[1,19]<stderr>:: NCCL communicator was aborted on rank 19."),
+            Some(Evidence::Headline { category, .. }) if category == "nccl_watchdog_timeout"
+        ));
+        assert_eq!(without_output_tags("[1,0]<stdout>:loss 0.5"), None);
+        assert_eq!(without_output_tags("a]<std"), None);
+        // Not events: a retried connection, the words in a sentence, the check in generated code.
+        for line in [
+            "[W logging.h:28] The server socket on [localhost]:29501 is not yet listening (Error: 111 - Connection refused), retrying...",
+            "node01:1:1 [0] misc/socket.cc:480 NCCL WARN socketConnect: Call to connect returned Connection refused, retrying",
+            "The NCCL communicator was aborted on rank 3 because the watchdog timed out.",
+            "    tl.device_assert((0 <= tmp4) & (tmp4 < 50257), \"index out of bounds: 0 <= tmp4 < 50257\")",
+            "When you train with a custom tokenizer, you need to resize the model embedding. Otherwise you are going to get `CUDA runtime error (59) : device-side assert triggered` or `Assertion 'srcIndex < srcSelectDimSize' failed`.",
+        ] {
+            let ev = d.inspect(line);
+            assert!(
+                !matches!(
+                    ev,
+                    Some(Evidence::Headline { .. } | Evidence::KernelAssert { .. })
+                ),
+                "{line}: {ev:?}"
+            );
         }
     }
 

@@ -478,7 +478,16 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     },
     HeadlineRule {
         name: "cudnn_internal_error",
-        literals: &["CUDNN_STATUS_INTERNAL_ERROR"],
+        literals: &[
+            "CUDNN_STATUS_INTERNAL_ERROR",
+            // TensorFlow's convolution ops: "Failed to get convolution algorithm. This is
+            // probably because cuDNN failed to initialize, so try looking to see if a warning log
+            // message was printed above." (tensorflow/core/kernels/conv_ops*). The warning it
+            // points at is, in the reports that show it, "Could not create cudnn handle:
+            // CUDNN_STATUS_INTERNAL_ERROR" (stream_executor/cuda/cuda_dnn.cc; e.g.
+            // tensorflow/models#7088), cuDNN's failure to get memory for its handle.
+            "cuDNN failed to initialize",
+        ],
         kind: Kind::CudaError,
         category: "cudnn_internal_error",
         blame: Blame::Unknown,
@@ -505,12 +514,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // TensorFlow prints "Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED"
         // (stream_executor/cuda/cuda_dnn.cc) when the GPU is out of memory at start-up.
         name: "cudnn_not_initialized",
-        literals: &[
-            "CUDNN_STATUS_NOT_INITIALIZED",
-            // TensorFlow 2's convolution ops: "Failed to get convolution algorithm. This is
-            // probably because cuDNN failed to initialize, …" (tensorflow/core/kernels/conv_ops*).
-            "cuDNN failed to initialize",
-        ],
+        literals: &["CUDNN_STATUS_NOT_INITIALIZED"],
         kind: Kind::CudaError,
         category: "cudnn_not_initialized",
         blame: Blame::Application,
@@ -698,6 +702,20 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // MXNet's GPU memory pool: "src/storage/./pooled_storage_manager.h:62: Memory allocation
+        // failed." (`GPUPooledStorageManager::Alloc` after cudaMalloc failed, MXNet 0.x–1.x). The
+        // words alone are any allocator's, so the storage manager's file must be on the line.
+        name: "mxnet_storage_oom",
+        literals: &["Memory allocation failed"],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: OOM_HINT,
+        priority: MID,
+        requires_any: &["storage_manager"],
+        refines: &[],
+    },
+    HeadlineRule {
         // CuPy before v5 (cupy/cuda/memory.pyx `OutOfMemoryError`): "out of memory to allocate
         // N bytes (total M bytes)"; Chainer prints it as "Exception in main training loop: out
         // of memory to allocate …". The words alone are any allocator's, so CuPy's tail counts.
@@ -780,6 +798,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // ErrorOutOfMemory: <the reference's description>" (its `CUResult` names are the
             // driver API's in CamelCase; `cuda_catalog` derives them).
             "CudaException: Error",
+            // Numba's driver binding: "CudaAPIError: [716] Call to cuMemcpyDtoH results in
+            // UNKNOWN_CUDA_ERROR" (numba/cuda/cudadrv/driver.py, `_check_error`): the code is
+            // the driver API's `CUresult`, which `cuda_catalog` reads when no name is known.
+            "CudaAPIError: [",
         ],
         kind: Kind::CudaError,
         category: "unknown",
@@ -801,6 +823,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // The message's core again, apart: a hard wrap inside "Watchdog" still leaves an
             // anchor on the other piece (ProcessGroupNCCL.cpp, WorkNCCL::checkTimeout).
             "collective operation timeout",
+            // What the other collectives of that process group raise once the watchdog has
+            // aborted the communicator: "RuntimeError: NCCL communicator was aborted on rank 19.
+            // Original reason for failure was: …" (ProcessGroupNCCL.cpp, WorkNCCL's exception;
+            // `DistBackendError` since 2.1). Only as a raised exception's message: the words in a
+            // sentence describe the mechanism.
+            "Error: NCCL communicator was aborted",
         ],
         kind: Kind::NcclError,
         category: "nccl_watchdog_timeout",
@@ -1088,6 +1116,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         name: "c10d_store_connect_failed",
         literals: &[
             "has failed to connect to any network address",
+            // The per-address warning before it, in 1.11–2.x: "[c10d] The client socket has
+            // failed to connect to [host]:29500 (errno: 110 - Connection timed out)."
+            "The client socket has failed to connect to",
             "The client socket has timed out after",
             "has failed to listen on any local network address",
             "seconds waiting for clients",

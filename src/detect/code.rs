@@ -35,7 +35,7 @@ fn statement_start() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"^(?:>>>\s|\.\.\.\s|[-*+]\s+)?\s*(?:\}\s*)?(?:if|elif|else\s+if|while|assert|raise|throw|return|yield|case|print|printf|fprintf|sprintf|snprintf|puts|echo|std::cerr|std::cout|cerr|cout|console\.\w+|logger\.\w+|logging\.\w+|log\.\w+|LOG\(\w+\)|warnings\.warn|self\.assert\w*|assert\w*!|panic!|println!|eprintln!|TORCH_CHECK|AT_ERROR|TORCH_WARN|tl\.device_assert|tl\.static_assert)\b",
+        r"^(?:>>>\s|\.\.\.\s|[-*+]\s+)?\s*(?:\}\s*)?(?:if|elif|else\s+if|while|assert|raise|throw|return|yield|case|print|printf|fprintf|sprintf|snprintf|puts|echo|std::cerr|std::cout|cerr|cout|console\.\w+|logger\.\w+|logging\.\w+|log\.\w+|LOG\(\w+\)|warnings\.warn|self\.assert\w*|assert\w*!|panic!|println!|eprintln!|TORCH_CHECK|AOTI_TORCH_CHECK|AT_ERROR|TORCH_WARN|tl\.device_assert|tl\.static_assert)\b",
     )
 }
 
@@ -188,12 +188,13 @@ fn literals(line: &str) -> Vec<Range<usize>> {
 
 /// A field that holds a pattern to look for, not output: a knowledge base's or a detector's
 /// `SIGNATURE=RuntimeError: …`, `REGEX=CUDA error: …`, YAML's `pattern: "…"` and
-/// `error_regex: …`, JSON's `"match": "…"`, at the start of the line.
+/// `error_regex: …`, at the start of the line (lower- or upper-case keys; a capitalised
+/// "Signature:" or "Pattern:" may be a label of output).
 fn pattern_field() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r#"(?i)^\s*(?:[-*]\s+)?["']?(?:[a-z]+[_-])*(?:signature|regexp?|patterns?|matcher|match|fingerprint|grep)(?:[_-][a-z]+)*["']?\s*[:=]"#,
+        r#"^\s*(?:[-*]\s+)?["']?(?:[a-z]+[_-])*(?:signature|regexp?|patterns?|fingerprint|SIGNATURE|REGEXP?|PATTERNS?|FINGERPRINT)(?:[_-][a-z]+)*["']?\s*[:=]"#,
     )
 }
 
@@ -373,7 +374,7 @@ mod tests {
             ),
             ("    error_regex: CUDA out of memory", "CUDA out of memory"),
             (
-                "\"match\": \"Watchdog caught collective operation timeout\",",
+                "\"pattern\": \"Watchdog caught collective operation timeout\",",
                 "collective operation timeout",
             ),
             ("RendezvousTimeoutError", "RendezvousTimeoutError"),

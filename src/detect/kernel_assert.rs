@@ -242,10 +242,15 @@ fn assertion_tokens(line: &str) -> Vec<(usize, usize)> {
 /// An expression glued to both words around it, `falsefailed` after "Assertion": the expression
 /// and how far into `segment` "failed" ends.
 fn glued_form(segment: &str) -> Option<(&str, usize)> {
-    let word_end = segment
-        .find(|c: char| c.is_whitespace())
-        .unwrap_or(segment.len());
-    let word = &segment[..word_end];
+    // A glued expression is short (`false`, `0`); looking no further keeps a line of many
+    // "AssertionError"s linear.
+    const GLUED_MAX: usize = 64;
+    let end = segment
+        .char_indices()
+        .take(GLUED_MAX)
+        .find(|(_, c)| c.is_whitespace())
+        .map_or_else(|| segment.len().min(GLUED_MAX), |(i, _)| i);
+    let word = segment.get(..end)?;
     if !word.starts_with(|c: char| c.is_ascii_alphanumeric()) {
         return None;
     }

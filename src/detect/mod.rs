@@ -351,14 +351,9 @@ impl DetectorSet {
         }
         if has(Owner::Assert) {
             if let Some(e) = kernel_assert::parse(line) {
-                // The same test as for headlines below: a sentence that quotes an assertion in a
-                // code span ("otherwise you get `Assertion 'srcIndex < srcSelectDimSize'
-                // failed`") or the code that checks it (Inductor's `tl.device_assert(…)`) shows
-                // no failure.
-                let hits = kernel_assert::assertion_hits(line);
-                if !(prose::names_error_in_passing(line, &hits)
-                    || code::holds_error_in_code(line, &hits))
-                {
+                // The code that checks an assertion (Inductor's `tl.device_assert(…)`,
+                // `AOTI_TORCH_CHECK(…)`) shows no failure.
+                if !code::holds_error_in_code(line, &kernel_assert::assertion_hits(line)) {
                     return Some(e);
                 }
             }
@@ -464,7 +459,7 @@ impl DetectorSet {
 /// there is no tag past the line's start.
 fn without_output_tags(line: &str) -> Option<String> {
     static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    memchr::memmem::find(line.get(1..)?.as_bytes(), b"]<std")?;
+    memchr::memmem::find(line.as_bytes().get(1..)?, b"]<std")?;
     let r = prose::cached(&R, r"\[\d+,\d+\]<std(?:out|err|diag)>:");
     r.find_iter(line)
         .any(|m| m.start() > 0)
@@ -474,11 +469,14 @@ fn without_output_tags(line: &str) -> Option<String> {
 /// The families of a connection attempt, which a retry notice does not report.
 const CONNECT_FAMILIES: [&str; 2] = ["nccl_connection_refused", "c10d_store_connect_failed"];
 
-/// Does `line` say the attempt it reports is being retried ("…, retrying...", "will retry")?
+/// Does `line` end by saying the attempt it reports is being retried ("…, retrying...", "…, will
+/// retry.")? ("Not retrying", "giving up after retrying …" are failures.)
 fn says_it_retries(line: &str) -> bool {
-    ["retrying", "Retrying", "will retry", "Will retry"]
-        .iter()
-        .any(|w| line.contains(w))
+    let t = line
+        .trim_end()
+        .trim_end_matches(['.', '\u{2026}'])
+        .trim_end();
+    t.ends_with("retrying") || t.ends_with("will retry") || t.ends_with("Retrying")
 }
 
 fn refine_generic(line: &str, generic: &rules::HeadlineRule) -> Option<Evidence> {
@@ -775,9 +773,6 @@ mod tests {
             ("[10:00:01] src/storage/./pooled_storage_manager.h:108: Memory allocation failed.", Kind::Oom, "cuda_oom"),
             // ProcessGroupNCCL once the watchdog aborted the communicator.
             ("torch.distributed.DistBackendError: NCCL communicator was aborted on rank 3. Original reason for failure was: Watchdog …", Kind::NcclError, "nccl_watchdog_timeout"),
-            // c10d's per-address warning (torch/csrc/distributed/c10d/socket.cpp).
-            ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [master-0]:29500 (errno: 111 - Connection refused).", Kind::NcclError, "nccl_connection_refused"),
-            ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [::ffff:10.0.0.1]:29500 (errno: 110 - Connection timed out).", Kind::NcclError, "c10d_store_connect_failed"),
             // TensorFlow's conv ops after cuDNN could not create its handle.
             ("(0) Unknown: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize, so try looking to see if a warning log message was printed above.", Kind::CudaError, "cudnn_internal_error"),
             // HIP's device assert and Inductor's bounds message alone.
@@ -805,7 +800,7 @@ mod tests {
             "node01:1:1 [0] misc/socket.cc:480 NCCL WARN socketConnect: Call to connect returned Connection refused, retrying",
             "The NCCL communicator was aborted on rank 3 because the watchdog timed out.",
             "    tl.device_assert((0 <= tmp4) & (tmp4 < 50257), \"index out of bounds: 0 <= tmp4 < 50257\")",
-            "When you train with a custom tokenizer, you need to resize the model embedding. Otherwise you are going to get `CUDA runtime error (59) : device-side assert triggered` or `Assertion 'srcIndex < srcSelectDimSize' failed`.",
+            "    AOTI_TORCH_CHECK((0 <= tmp3) & (tmp3 < 64L), \"index out of bounds: 0 <= tmp3 < 64L\");",
         ] {
             let ev = d.inspect(line);
             assert!(

@@ -1116,9 +1116,6 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         name: "c10d_store_connect_failed",
         literals: &[
             "has failed to connect to any network address",
-            // The per-address warning before it, in 1.11–2.x: "[c10d] The client socket has
-            // failed to connect to [host]:29500 (errno: 110 - Connection timed out)."
-            "The client socket has failed to connect to",
             "The client socket has timed out after",
             "has failed to listen on any local network address",
             "seconds waiting for clients",

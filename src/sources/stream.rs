@@ -260,11 +260,11 @@ fn framed_by_neighbours(
     if rank_prefix(text.as_bytes()).is_some() {
         return false;
     }
-    // An article's or a pull request's example of the error, or a fix shown by the error it now
-    // gives. (Cheap checks first: the intro must end in a colon, or a comma for the latter.)
+    // An article's or a pull request's example of the error. (Cheap checks first: the intro
+    // must end in a colon.)
     let colon = around.intro.is_some_and(|i| {
         let t = i.trim_ascii_end();
-        t.ends_with(b":") || t.ends_with(b",") || t.ends_with("\u{ff1a}".as_bytes())
+        t.ends_with(b":") || t.ends_with("\u{ff1a}".as_bytes())
     });
     if colon {
         let intro = around.intro.map(String::from_utf8_lossy);

@@ -321,13 +321,13 @@ fn introduces_an_example(t: &str) -> bool {
 /// ("… suddenly reports:" / the error / ", and then every CUDA call fails"). A program's output
 /// never continues on the next line with a comma.
 pub fn framed_as_example(intro: Option<&str>, after: Option<&str>) -> bool {
-    let Some(t) = intro.map(str::trim_end) else {
+    // Both shapes need an intro that ends in a colon.
+    let Some(t) = intro
+        .map(str::trim_end)
+        .filter(|t| t.ends_with(':') || t.ends_with('\u{ff1a}'))
+    else {
         return false;
     };
-    // Both shapes need an intro that ends in a colon.
-    if !(t.ends_with(':') || t.ends_with('\u{ff1a}')) {
-        return false;
-    }
     introduces_an_example(t)
         || after.is_some_and(|a| {
             a.trim_start().starts_with([',', '\u{ff0c}', '\u{3001}'])

@@ -32,6 +32,9 @@ pub const LINE_LITERALS: &[&str] = &["Assertion", DEVICE_SIDE, INDUCTOR_BOUNDS];
 /// The kernel names no block or thread, and its file is a `.cpp` or `.hip` source.
 const DEVICE_SIDE: &str = "Device-side assertion";
 
+/// How far into [`DEVICE_SIDE`] its word "assertion" starts.
+const DEVICE_SIDE_WORD_AT: usize = DEVICE_SIDE.len() - "assertion".len();
+
 /// TorchInductor's generated bounds check: `tl.device_assert(…, "index out of bounds: 0 <= tmp4 <
 /// 32000")` (torch/_inductor/codegen/triton.py `indirect_assert`). The temporary `tmpN` is the
 /// code generator's own name, so the message cannot be anyone's prose.
@@ -45,9 +48,10 @@ pub fn assertion_hits(line: &str) -> Vec<std::ops::Range<usize>> {
         .into_iter()
         .map(|(s, e)| s..e)
         .collect();
-    for lit in [DEVICE_SIDE, INDUCTOR_BOUNDS] {
-        hits.extend(memmem::find_iter(line.as_bytes(), lit).map(|s| s..s + lit.len()));
-    }
+    // (HIP's "Device-side assertion" is among the tokens already.)
+    hits.extend(
+        memmem::find_iter(line.as_bytes(), INDUCTOR_BOUNDS).map(|s| s..s + INDUCTOR_BOUNDS.len()),
+    );
     hits
 }
 
@@ -159,7 +163,7 @@ fn evidence(prefix: &str, assertion: String, message: &str) -> Option<Evidence> 
     // glibc's host `assert` prints nothing after "failed."; a range-check sentence there is
     // PaddlePaddle's device-side enforce, whatever file it is in, and so is its printf shape.
     // HIP's device library names its kernel's `assert` as device-side, whatever the file.
-    let device_side = prefix.ends_with(&DEVICE_SIDE[..DEVICE_SIDE.len() - "assertion".len()]);
+    let device_side = prefix.ends_with(&DEVICE_SIDE[..DEVICE_SIDE_WORD_AT]);
     if block.is_none()
         && host_file
         && !device_side
@@ -231,9 +235,9 @@ fn assertion_tokens(line: &str) -> Vec<(usize, usize)> {
         })
         .map(|s| (s, s + WORD.len()))
         .collect();
-    let hip = DEVICE_SIDE.len() - "assertion".len();
     tokens.extend(
-        memmem::find_iter(line.as_bytes(), DEVICE_SIDE).map(|s| (s + hip, s + DEVICE_SIDE.len())),
+        memmem::find_iter(line.as_bytes(), DEVICE_SIDE)
+            .map(|s| (s + DEVICE_SIDE_WORD_AT, s + DEVICE_SIDE.len())),
     );
     tokens.sort_unstable();
     tokens

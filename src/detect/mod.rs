@@ -471,7 +471,7 @@ const CONNECT_FAMILIES: [&str; 2] = ["nccl_connection_refused", "c10d_store_conn
 
 /// Does `line` end by saying the attempt it reports is being retried ("…, retrying...", "…, will
 /// retry.")? ("Not retrying", "giving up after retrying …" are failures.)
-fn says_it_retries(line: &str) -> bool {
+pub(crate) fn says_it_retries(line: &str) -> bool {
     let t = line
         .trim_end()
         .trim_end_matches(['.', '\u{2026}'])

@@ -190,10 +190,12 @@ fn best_join(
         det.inspect(&String::from_utf8_lossy(b))
             .map_or(0, |e| score(&e))
     };
-    // A piece before the line's own break must be a full wrap width.
-    let next = around
-        .next
-        .filter(|n| n.len() <= PIECE_MAX && line.len() >= WRAP_MIN);
+    // A piece before the line's own break must be a full wrap width. A line that ends by saying
+    // it retries has ended its sentence: the next line is not the rest of it, and gluing it on
+    // would hide the notice that keeps the line from being a failure.
+    let next = around.next.filter(|n| {
+        n.len() <= PIECE_MAX && line.len() >= WRAP_MIN && !crate::detect::says_it_retries(text)
+    });
     let mut prevs: Vec<&[u8]> = Vec::new();
     for p in [around.prev, around.prev2].into_iter().flatten() {
         if p.len() < WRAP_MIN || p.len() > PIECE_MAX {
@@ -839,6 +841,21 @@ mod first_line {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A connect warning that ends by saying it retries stays a notice when lines of the same
+    /// width surround it: the next line is not the rest of its sentence. The failure that ends
+    /// the attempts (c10d socket.cpp's "has failed to connect") is still reported.
+    #[test]
+    fn a_retry_notice_is_not_glued_to_the_next_line() {
+        let notice = "[I socket.cpp:580] [c10d] The client socket is attempting to connect to [node07]:29500 now.\n[W socket.cpp:663] [c10d] The server socket on [node07]:29500 is not yet listening (errno: 111 - Connection refused), retrying...\n[I socket.cpp:591] [c10d] The client socket will attempt to connect to an IPv4 address of (node07, 29500).\n";
+        assert!(
+            auto_findings(notice).is_empty(),
+            "{:#?}",
+            auto_findings(notice)
+        );
+        let failed = format!("{notice}[E socket.cpp:860] [c10d] The client socket has failed to connect to [node07]:29500 (errno: 111 - Connection refused).\n");
+        assert_eq!(auto_findings(&failed).len(), 1);
     }
 
     /// A wrap inside the kernel file's name: the join restores the name the catalog knows.

@@ -12,6 +12,9 @@ Sources, each a label and a place:
   --sites LABEL=FILE       a hand-transcribed list: "kernel_file<TAB>expression" per line,
                            for a revision no clone of which was at hand (lines starting with
                            '#' are comments)
+  --base FILE              an earlier output of this script: its sites and their release
+                           labels are kept (families are mapped again), so that a new list can
+                           be added without the clones the earlier labels came from
 
 Usage:
   scripts/gen-assert-catalog.py --git 1.4=/src/pytorch.git@v1.4.0 \
@@ -43,10 +46,18 @@ FAMILIES = [
     ("scatter_gather_index", None, r"idx_dim >= 0 && idx_dim < index_size|indexValue >= 0 && indexValue < (src|tensor)\.sizes\[dim\]|vectorized gather kernel index out of bounds"),
     ("index_copy_out_of_range", None, r"index_copy_\(\): index out of bounds"),
     ("index_fill_out_of_range", r"^IndexKernel\.cu$", r"^idx >= -self_dim_size && idx < self_dim_size"),
+    # A flat index that came out negative after the target passed its range check: the
+    # kernel's index type overflowed (NLLLoss2d.cu `input_index >= 0`).
+    ("index_overflow", r"^NLLLoss2d\.cu$", r"^(grad_)?input_index >= 0$"),
     ("nll_target_out_of_range", None, r"n_classes"),
     ("nll_target_out_of_range", r"^(ClassNLLCriterion|SpatialClassNLLCriterion|NLLLoss2d)\.cu$", None),
     ("bce_input_range", None, r"input >= 0\. && \*?input <= 1\.|input_val >= zero && input_val <= one"),
     ("bce_target_range", None, r"target_val >= zero && target_val <= one"),
+    ("masked_scatter_size", r"^IndexKernel\.cu$", r"^totalElements <= srcSize$"),
+    ("multi_margin_target", r"^MultiMarginLoss\.cu$", None),
+    ("max_unpool_index", r"^MaxUnpooling\.cu$", None),
+    ("segment_reduce_lengths", r"^SegmentReduce\.cu$", None),
+    ("grouped_mm_offsets", r"^GroupMMCommon\.cuh$", None),
     ("embedding_bag_offsets", r"^(EmbeddingBag\.cu|LookupTableBag\.cu)$", r"end >= begin"),
     ("embedding_bag_index", r"^(EmbeddingBag\.cu|LookupTableBag\.cu)$", None),
     ("repeat_interleave_repeats", r"^(Repeat\.cu|RepeatInterleave\.cu)$", None),
@@ -172,13 +183,28 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--git", action="append", default=[], metavar="LABEL=GITDIR@REV")
     ap.add_argument("--sites", action="append", default=[], metavar="LABEL=FILE")
+    ap.add_argument("--base", metavar="FILE")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     labels, sites = [], {}
+    if a.base:
+        with open(a.base, encoding="utf-8") as f:
+            for line in list(f)[1:]:
+                fields = line.rstrip("\n").split("\t")
+                if len(fields) < 4:
+                    continue
+                _, base, expr, rels = fields[:4]
+                rels = [r for r in rels.split(",") if r]
+                for r in rels:
+                    if r not in labels:
+                        labels.append(r)
+                sites[(base, expr)] = rels
+        print(f"base: {len(sites)} sites", file=sys.stderr)
     sources = [("git", s) for s in a.git] + [("sites", s) for s in a.sites]
     for kind, spec in sources:
         label, where = spec.split("=", 1)
-        labels.append(label)
+        if label not in labels:
+            labels.append(label)
         if kind == "git":
             gitdir, rev = where.rsplit("@", 1)
             found = from_git(gitdir, rev)

@@ -223,4 +223,41 @@ mod tests {
         );
         assert_eq!(family_of_file("Nope.cu"), None);
     }
+
+    /// Sites read from PyTorch 2.x's sources in round ten: two checks of one file may belong to
+    /// different families.
+    #[test]
+    fn later_sites_keep_their_own_families() {
+        let fam = |e: &str, f: &str| site_for(e, Some(f)).map(|s| s.family);
+        assert_eq!(
+            fam("input_index >= 0", "NLLLoss2d.cu"),
+            Some("index_overflow")
+        );
+        assert_eq!(
+            fam("t >= 0 && t < n_classes", "NLLLoss2d.cu"),
+            Some("nll_target_out_of_range")
+        );
+        assert_eq!(
+            fam("maxind >= 0 && maxind < outputImageSize", "MaxUnpooling.cu"),
+            Some("max_unpool_index")
+        );
+        assert_eq!(
+            fam("lengths_data[index] >= 0", "SegmentReduce.cu"),
+            Some("segment_reduce_lengths")
+        );
+        assert_eq!(
+            fam("totalElements <= srcSize", "IndexKernel.cu"),
+            Some("masked_scatter_size")
+        );
+        for f in [
+            "index_overflow",
+            "masked_scatter_size",
+            "multi_margin_target",
+            "max_unpool_index",
+            "segment_reduce_lengths",
+            "grouped_mm_offsets",
+        ] {
+            assert!(family(f).is_some_and(|x| !x.hint.is_empty()), "{f}");
+        }
+    }
 }

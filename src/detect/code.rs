@@ -50,15 +50,15 @@ fn handler_clause() -> &'static Regex {
     )
 }
 
-/// The start of an assignment whose value is a string literal or a list, tuple or map of them:
-/// `name = "`, `const char *msg = "`, `self.msg: str = r'`, `PATTERNS = [`, and the shell's
-/// `NAME="` / `export name='`. Without spaces around `=` only the shell's upper-case or
+/// The start of an assignment whose value is a string literal or a list, tuple or map of them,
+/// or an object built from one: `name = "`, `const char *msg = "`, `self.msg: str = r'`,
+/// `PATTERNS = [`, `err = RuntimeError("`, and the shell's `NAME="` / `export name='`. Without spaces around `=` only the shell's upper-case or
 /// exported names count: `msg='CUDA out of memory …'` is what Python's `f"{msg=}"` prints.
 fn assignment_start() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r#"^\s*(?:(?:(?:const|let|var|static|final|constexpr|auto|char|std::string|string|String|str|val)\s+\**)*[A-Za-z_][\w.\[\]'"]*(?:\s*:\s*[\w.]+(?:\[[^\]]*\])?)?\s+(?:\+|\|\|)?=\s+|(?:(?:export|local|readonly)\s+[A-Za-z_]\w*|[A-Z][A-Z0-9_]*)=)[\[({]*\s*(?:[rRbBfFuUL]{1,2})?["'`]"#,
+        r#"^\s*(?:(?:(?:const|let|var|static|final|constexpr|auto|char|std::string|string|String|str|val)\s+\**)*[A-Za-z_][\w.\[\]'"]*(?:\s*:\s*[\w.]+(?:\[[^\]]*\])?)?\s+(?:\+|\|\|)?=\s+(?:new\s+)?(?:[A-Za-z_][\w.:]*\()?|(?:(?:export|local|readonly)\s+[A-Za-z_]\w*|[A-Z][A-Z0-9_]*)=)[\[({]*\s*(?:[rRbBfFuUL]{1,2})?["'`]"#,
     )
 }
 
@@ -315,6 +315,23 @@ mod tests {
             .collect();
         assert!(!hits.is_empty(), "{lit:?} not in {line:?}");
         holds_error_in_code(line, &hits)
+    }
+
+    #[test]
+    fn objects_built_from_an_error_message_are_code() {
+        assert!(in_code(
+            r#"        oom = RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")"#,
+            "CUDA out of memory"
+        ));
+        assert!(in_code(
+            r#"    err = torch.cuda.OutOfMemoryError("CUDA out of memory.")"#,
+            "CUDA out of memory"
+        ));
+        // What Python's repr prints in a log line is not code.
+        assert!(!in_code(
+            "2024-05-02 11:02:13 ERROR step 1200 failed: RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')",
+            "CUDA out of memory"
+        ));
     }
 
     #[test]

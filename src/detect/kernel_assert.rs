@@ -80,6 +80,11 @@ pub fn parse(line: &str) -> Option<Evidence> {
 /// Returns the evidence of every kernel assertion on a line (a paste that lost its newlines holds
 /// one per failing thread), in order. Linear in the line's length.
 pub fn parse_all(line: &str) -> Vec<Evidence> {
+    // The NVIDIA kernel driver's own checks ("NVRM: nvAssertOkFailedNoLog: Assertion failed: Out
+    // of memory [NV_ERR_NO_MEMORY] … @ kernel_gsp.c:4615") run on the CPU, not in a kernel.
+    if line.contains("NVRM: ") {
+        return Vec::new();
+    }
     let tokens = assertion_tokens(line);
     if tokens.is_empty() {
         return inductor_message(line).into_iter().collect();
@@ -856,5 +861,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The NVIDIA kernel driver's own assertions run on the CPU.
+    #[test]
+    fn driver_assertions_are_not_kernel_asserts() {
+        assert_eq!(
+            parse("[ 812.000001] NVRM: nvAssertOkFailedNoLog: Assertion failed: Out of memory [NV_ERR_NO_MEMORY] (0x00000051) returned from status @ kernel_gsp.c:4615"),
+            None
+        );
+        assert_eq!(
+            parse("NVRM: nvAssertFailedNoLog: Assertion failed: 0 @ gpu_mgr.c:296"),
+            None
+        );
     }
 }

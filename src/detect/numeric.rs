@@ -39,9 +39,9 @@ struct Patterns {
 
 /// Keys whose non-finite value is an event: any key that ends in or contains `loss` (loss,
 /// train_loss, lm loss, nll_loss, `'loss'`), and gradient norms (grad_norm, grad norm,
-/// gradient_norm, train_grad_norm, total_norm). Shared by the three value forms.
-const KEY: &str =
-    r"(?P<key>\b[a-z_]*loss[a-z_0-9]*|\b[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|\btotal_norm)";
+/// gradient_norm, train_grad_norm, total_norm, and fairseq's `gnorm`, fairseq/trainer.py).
+/// Shared by the three value forms.
+const KEY: &str = r"(?P<key>\b[a-z_]*loss[a-z_0-9]*|\b[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|\btotal_norm|\bgnorm\b)";
 /// The non-finite token and what may follow a value (so `nan_count`, `info` or `inf.5` never
 /// count; a full stop only before a space or the end). In
 /// the bare, verbal and group forms it is matched case-sensitively, in the spellings runtimes
@@ -62,8 +62,13 @@ fn patterns() -> &'static Patterns {
             r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:[:=]|为|為|是|变成|變成)[ \t]{{0,16}}['"(]?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
         ))
         .expect("static regex"),
-        // Fixed-width formatters pad the value into a column (`loss        nan`).
-        bare: Regex::new(&format!(r"(?i){KEY}\]?[ \t]{{1,16}}(?-i:{TOKEN})")).expect("static regex"),
+        // Fixed-width formatters pad the value into a column (`loss        nan`); metric
+        // loggers without a colon print "current (average)" the same way as with one
+        // (Swin-Transformer's `grad_norm 1.0323 (nan)`).
+        bare: Regex::new(&format!(
+            r"(?i){KEY}\]?[ \t]{{1,16}}(?:[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?(?-i:{TOKEN})"
+        ))
+        .expect("static regex"),
         verbal: Regex::new(&format!(r"(?i){KEY}\s+(?:is|became|was)\s+(?-i:{TOKEN})"))
             .expect("static regex"),
         group: Regex::new(&format!(
@@ -319,6 +324,11 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     // is the loss's family: a non-finite loss makes the gradients non-finite, not the reverse.
     // A value quoted as code in a sentence that says someone met it ("I encountered `loss=inf`
     // at the 3rd epoch") is a report, whatever words come before it.
+    // A commit subject or pull-request title about a value ("Fix loss=nan with bf16", "Adding
+    // comment to ignore loss=nan value") announces a change, not a run.
+    if super::prose::announces_a_fix(line) {
+        return None;
+    }
     let reported_code = |m: regex::Match| {
         line[..m.start()].ends_with('`')
             && (m.as_str().ends_with('`') || line[m.end()..].starts_with('`'))
@@ -380,6 +390,36 @@ mod tests {
             Some(Evidence::Headline { category, .. }) => Some(category.into_owned()),
             _ => None,
         }
+    }
+
+    #[test]
+    fn round_ten_value_forms() {
+        // fairseq's progress line names the gradient norm `gnorm` (fairseq/trainer.py).
+        assert_eq!(
+            cat("| epoch 003 | loss 9.871 | ppl 936.2 | wps 20311 | lr 0.0005 | gnorm inf | clip 1.000").as_deref(),
+            Some("nan_grad_norm")
+        );
+        assert_eq!(
+            cat("| epoch 001  2000 / 90000 loss=6.12 (7.02), lr=0.25, clip=100%, gnorm=inf")
+                .as_deref(),
+            Some("nan_grad_norm")
+        );
+        // A metric logger's "current (average)" without a colon.
+        assert_eq!(
+            cat("[2024-05-02 11:02:13 vit_base](train.py 301): INFO Train: [3/300][120/5004]  loss 2.9911 (3.1002)  grad_norm 0.8714 (nan)  mem 9120MB").as_deref(),
+            Some("nan_grad_norm")
+        );
+        // A finite norm next to the name of the key is not a value.
+        assert_eq!(cat("gnorm_clip nan_checks enabled"), None);
+        // Commit subjects and pull-request titles about a value.
+        assert_eq!(
+            cat("Adding comment to ignore loss=nan on the first step"),
+            None
+        );
+        assert_eq!(
+            cat("Fix grad_norm=inf when resuming from a bf16 checkpoint"),
+            None
+        );
     }
 
     #[test]

@@ -168,6 +168,12 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     if hits.is_empty() {
         return false;
     }
+    // Program output, however many words its message has: PyTorch's own messages run to
+    // paragraphs that explain themselves ("… This typically indicates a NCCL/CUDA API hang …").
+    let first = hits.iter().map(|h| h.start).min().unwrap_or(0);
+    if line.get(..first).is_some_and(log_shaped) {
+        return false;
+    }
     if announces_a_fix(line) {
         return true;
     }
@@ -228,6 +234,19 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
         && !report_cue().is_match(&outside)
 }
 
+/// Does `text` (what comes before an error on a line) carry a log record's marks: a clock time,
+/// a glog header (`E0205 18:11:06`, `[E205 18:11:06`), a torchrun rank tag (`[rank4]:`), a
+/// source location in brackets (`ProcessGroupNCCL.cpp:1870]`) or an NCCL level? Prose has none of
+/// them before the error it talks about.
+fn log_shaped(text: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r"\b\d{1,2}:\d{2}:\d{2}\b|(?:^|[\s\[])[IWEF]\d{3,4} \d{2}:|\[(?:rank|default)\d+\]:|\.(?:cpp|cc|cu|h|hpp|py):\d+\]|\bNCCL (?:WARN|INFO)\b",
+    )
+    .is_match(text)
+}
+
 /// A changelog entry, commit subject or pull-request title that announces a fix for the error
 /// ("- Fixed a crash with `…`", "[Bugfix] Fix illegal memory access in …", "fix(attn): avoid …",
 /// "Prevent CUDA out of memory during …", "Summary: Address `…` error", "- Add FAQ for …"): after a
@@ -235,11 +254,11 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
 /// verb of fixing or with adding documentation, tests or handling for the error, or a tag or
 /// type says it is a fix. A question ("How to
 /// fix …?", "… fix?") and a plea ("Fix needed: …") are reports.
-fn announces_a_fix(line: &str) -> bool {
+pub(super) fn announces_a_fix(line: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let r = cached(
         &R,
-        r"(?i)^\s*(?:[-*+\u{2022}]\s+)?(?:(?:summary|title|subject)\s*:\s*)?(?:\[[\w /-]{1,24}\]\s*:?\s*)*(?:(?:(?P<type>fix|bugfix|hotfix|feat|perf|refactor|chore|build|ci|docs|tests?|style|revert)(?:\([\w ./-]{1,30}\))?!?:\s*))?(?:(?P<verb>fix|fixed|fixes|fixing|resolve[ds]?|prevent(?:s|ed)?|avoid(?:s|ed)?|mitigate[ds]?|address(?:es|ed)?|work\s*around|workaround)|(?P<adds>(?:add(?:s|ed)?|document(?:s|ed)?|update[ds]?|improve[ds]?|clarif(?:y|ies|ied))\s+(?:(?:a|an|the|more|some|new|better)\s+)?(?:faq|docs?|documentation|tests?|unit\s+tests?|hints?|notes?|sections?|examples?|guides?|troubleshooting|error\s+messages?|warnings?|checks?|handling|handlers?|retr(?:y|ies)|logging)))?\b(?P<next>\s+\w+)?",
+        r"(?i)^\s*(?:[-*+\u{2022}]\s+)?(?:(?:summary|title|subject)\s*:\s*)?(?:\[[\w /-]{1,24}\]\s*:?\s*)*(?:(?:(?P<type>fix|bugfix|hotfix|feat|perf|refactor|chore|build|ci|docs|tests?|style|revert)(?:\([\w ./-]{1,30}\))?!?:\s*))?(?:(?P<verb>fix|fixed|fixes|fixing|resolve[ds]?|prevent(?:s|ed)?|avoid(?:s|ed)?|mitigate[ds]?|address(?:es|ed)?|work\s*around|workaround)|(?P<adds>(?:add(?:s|ed|ing)?|document(?:s|ed|ing)?|updat(?:e|es|ed|ing)|improv(?:e|es|ed|ing)|clarif(?:y|ies|ied|ying))\s+(?:(?:a|an|the|more|some|new|better)\s+)?(?:faq|docs?|documentation|tests?|unit\s+tests?|hints?|notes?|comments?|sections?|examples?|guides?|troubleshooting|error\s+messages?|warnings?|checks?|handling|handlers?|retr(?:y|ies)|logging)))?\b(?P<next>\s+\w+)?",
     );
     if line.contains('?') {
         return false;
@@ -257,12 +276,16 @@ fn announces_a_fix(line: &str) -> bool {
                 "fix" | "bugfix" | "hotfix"
             )
         });
-    // "Fix needed: …" is a plea; "Address 0x7f…: CUDA error …" is a log line.
-    let verb = c.name("verb").is_some()
-        && !c.name("next").is_some_and(|n| {
+    // "Fix needed: …" is a plea; "Address 0x7f…: CUDA error …" is a log line ("Fix 4bit
+    // quantization …" is a fix).
+    let verb = c.name("verb").is_some_and(|v| {
+        let address = v.as_str().eq_ignore_ascii_case("address");
+        !c.name("next").is_some_and(|n| {
             let n = n.as_str().trim();
-            n.eq_ignore_ascii_case("needed") || n.starts_with(|ch: char| ch.is_ascii_digit())
-        });
+            n.eq_ignore_ascii_case("needed")
+                || (address && n.starts_with(|ch: char| ch.is_ascii_digit()))
+        })
+    });
     tagged || verb || c.name("adds").is_some()
 }
 
@@ -314,6 +337,30 @@ fn introduces_an_example(t: &str) -> bool {
     r.is_match(t) && generic.is_match(t) && !report_cue().is_match(t) && !cjk_report_cue(t)
 }
 
+/// An intro whose last sentence speaks to the reader ("You are running multi-GPU training and
+/// hit:", "Or you see:", "If you run it without a GPU, you get:"): a guide describing what the
+/// reader may meet. A report speaks of the reporter's own run, and a first-person cue anywhere
+/// in the intro keeps it one ("When I run it you can see:").
+fn addresses_the_reader(t: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let r = cached(
+        &R,
+        r"(?i)^\s*(?:(?:or|and|then|if|when|once|whenever|should)\s+)?you(?:'re|'ll|'ve)?\s",
+    );
+    let last = t
+        .trim_end_matches([':', '\u{ff1a}'])
+        .rsplit(['.', '!', '?'])
+        .next()
+        .unwrap_or(t);
+    // A reporter points the maintainers at the log: "You can see the full error below:".
+    static POINTS: OnceLock<Regex> = OnceLock::new();
+    let points = cached(
+        &POINTS,
+        r"(?i)\byou\s+(?:can|could|may)\s+(?:also\s+)?(?:see|find|check|look|reproduce|download|read)\b",
+    );
+    r.is_match(last) && !points.is_match(last) && !report_cue().is_match(t)
+}
+
 /// Is a line that reads as an error a quotation the text around it frames as one? `intro` is the
 /// closest earlier line with text, `after` the closest later one (blank lines and code fences
 /// skipped). Either the intro presents it as an example ([`introduces_an_example`]), or it sits
@@ -329,6 +376,7 @@ pub fn framed_as_example(intro: Option<&str>, after: Option<&str>) -> bool {
         return false;
     };
     introduces_an_example(t)
+        || addresses_the_reader(t)
         || after.is_some_and(|a| {
             a.trim_start().starts_with([',', '\u{ff0c}', '\u{3001}'])
                 && !report_cue().is_match(a)
@@ -446,8 +494,28 @@ fn explained_in_a_paragraph(line: &str, hits: &[Range<usize>]) -> bool {
     let first = hits.iter().map(|h| h.start).min().unwrap_or(0);
     words(line) >= PARAGRAPH_WORDS
         && line.get(..first).map_or(0, words) >= PARAGRAPH_WORDS_BEFORE
-        && explanation().is_match(line)
+        && (explanation().is_match(line) || names_a_class(line, hits))
         && !report_cue().is_match(line)
+}
+
+/// Is an error named as a class of errors, in the plural ("we should catch CUDA OOM errors and
+/// …", "NCCL timeout failures are hard to locate")? A program prints one error; a paragraph that
+/// speaks of several at once speaks of the kind.
+fn names_a_class(line: &str, hits: &[Range<usize>]) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let r = cached(
+        &R,
+        r"^\W{0,2}\s*(?:[\w-]+\s+)?(?:errors|exceptions|failures|crashes|issues|problems)\b",
+    );
+    static CLASS: OnceLock<Regex> = OnceLock::new();
+    let class = cached(
+        &CLASS,
+        r"(?i)\b(?:OOM|out[- ]of[- ]memory|CUDA|NCCL|cuDNN|cuBLAS|NaN|device[- ]side assert(?:ion)?)\s+(?:errors|exceptions|failures|crashes)\b",
+    );
+    class.is_match(line)
+        || hits
+            .iter()
+            .any(|h| line.get(h.end..).is_some_and(|rest| r.is_match(rest)))
 }
 
 #[cfg(test)]
@@ -564,6 +632,54 @@ mod tests {
             "Address 0x7f3a00001000: CUDA error: an illegal memory access was encountered",
             "illegal memory access"
         ));
+    }
+
+    #[test]
+    fn round_ten_shapes_of_mentions() {
+        // A program's own message explains itself at paragraph length; its log prefix says it
+        // was printed (ProcessGroupNCCL's watchdog message).
+        assert!(!mention(
+            "[rank2]:[E1203 09:14:55.120000 ProcessGroupNCCL.cpp:1870] [PG ID 0 PG GUID 0 Rank 2] ProcessGroupNCCL's watchdog got stuck for 600 seconds without making progress in monitoring enqueued collectives. This typically indicates a NCCL/CUDA API hang blocking the watchdog, and could be triggered by another thread holding the GIL inside a CUDA api, or other deadlock-prone behaviors.",
+            "watchdog got stuck for"
+        ));
+        // A changelog entry whose first word after the verb is a number is still a fix; an
+        // address is still a log line.
+        assert!(mention(
+            "- Fix 8bit optimizer state loading on multi-GPU runs, where an illegal memory access was encountered. (#512)",
+            "an illegal memory access"
+        ));
+        assert!(!mention(
+            "Address 0x7f3a00001000: CUDA error: an illegal memory access was encountered",
+            "an illegal memory access"
+        ));
+        assert!(mention(
+            "Adding comments to explain why CUDA out of memory is retried",
+            "CUDA out of memory"
+        ));
+        // A paragraph about a class of errors, in the plural.
+        assert!(mention(
+            "New users who train large models on small cards often do not understand why their jobs run out of memory in the middle of an epoch. The trainer should catch CUDA OOM errors and print a message that lists the settings they can lower, such as the batch size.",
+            "out of memory"
+        ));
+        // … while a report of the same length stays one.
+        assert!(!mention(
+            "After upgrading to the new driver on our cluster the job runs out of memory in the middle of the first epoch every time, even with a batch size of one, and I keep getting CUDA OOM errors on every rank even though nothing else runs there.",
+            "out of memory"
+        ));
+    }
+
+    #[test]
+    fn intros_that_speak_to_the_reader_frame_examples() {
+        let ex = |intro: &str| framed_as_example(Some(intro), None);
+        assert!(ex("You train on several nodes and suddenly hit:"));
+        assert!(ex("Or you see:"));
+        assert!(ex(
+            "When the store is unreachable. If you start the job anyway, you get:"
+        ));
+        // A reporter pointing at the log, or a first person, is a report.
+        assert!(!ex("You can see the full error below:"));
+        assert!(!ex("You are right, but when I run it I get:"));
+        assert!(!ex("Thank you for the reply. The run ends with:"));
     }
 
     #[test]

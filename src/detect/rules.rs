@@ -161,6 +161,11 @@ const HIGH: u8 = 30;
 const MID: u8 = 20;
 const GENERIC: u8 = 10;
 
+/// What to do when a rank cannot reach the job's c10d store.
+const C10D_STORE_HINT: &str = "A rank could not reach the job's c10d TCPStore: the host of rank 0 \
+     (MASTER_ADDR) died, has not started, or MASTER_ADDR/MASTER_PORT, DNS or a firewall is wrong; \
+     check the rank that hosts the store first.";
+
 pub const HEADLINE_RULES: &[HeadlineRule] = &[
     HeadlineRule {
         name: "cuda_device_assert",
@@ -903,6 +908,46 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // NCCL's socket layer giving up on a connection (src/misc/socket.cc): "socketStartConnect:
+        // Connect to 10.0.0.2<43369> failed : Software caused connection abort" and "socketPollConnect
+        // to … failed with error …" return ncclSystemError; "exceeded timeouts" (ETIMEDOUT) and
+        // "poll() failed" end the attempt too. Refusals that exceed their retries are
+        // `nccl_connection_refused` below.
+        name: "nccl_socket_connect_failed",
+        literals: &[
+            "socketStartConnect: Connect to",
+            "socketPollConnect to",
+            "socketPollConnect poll() failed",
+            "socketStartConnect: exceeded timeouts",
+            "socketPollConnect: exceeded timeouts",
+        ],
+        kind: Kind::NcclError,
+        category: "nccl_unhandled_system_error",
+        blame: Blame::Unknown,
+        hint: "NCCL could not connect a socket to a peer (bootstrap or the socket transport): \
+               check that the peer is alive, that NCCL_SOCKET_IFNAME picks an interface both \
+               hosts can reach (not a link-local or docker address), and the firewall.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // The same layer after ECONNREFUSED on every retry (src/misc/socket.cc).
+        name: "nccl_socket_refused_retries",
+        literals: &[
+            "socketStartConnect: exceeded retries",
+            "socketPollConnect: exceeded retries",
+        ],
+        kind: Kind::NcclError,
+        category: "nccl_connection_refused",
+        blame: Blame::Unknown,
+        hint: "A rank could not connect to a peer: the peer died or a firewall/interface choice \
+               blocks it (NCCL_SOCKET_IFNAME).",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
         name: "nccl_internal_error",
         literals: &[
             "ncclInternalError",
@@ -1109,6 +1154,27 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // c10d socket.cpp's per-address warning, "The client socket has failed to connect to
+        // [host]:29500 (errno: 110 - Connection timed out).", only for the errors that say the
+        // store's host is unreachable: the errno 97/99 forms ("Address family not supported",
+        // "Cannot assign requested address") come from IPv6 fallbacks on healthy runs, and a
+        // refusal is `nccl_connection_refused`.
+        name: "c10d_socket_unreachable",
+        literals: &["socket has failed to connect to ["],
+        kind: Kind::NcclError,
+        category: "c10d_store_connect_failed",
+        blame: Blame::Unknown,
+        hint: C10D_STORE_HINT,
+        priority: MID,
+        requires_any: &[
+            "Connection timed out",
+            "No route to host",
+            "Network is unreachable",
+            "Host is unreachable",
+        ],
+        refines: &[],
+    },
+    HeadlineRule {
         // torch/csrc/distributed/c10d/socket.cpp ("The client socket has failed to connect to any
         // network address of (host, port)", "The client socket has timed out after …", "The
         // server socket has failed to listen on any local network address") and TCPStore.cpp
@@ -1133,9 +1199,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         kind: Kind::NcclError,
         category: "c10d_store_connect_failed",
         blame: Blame::Unknown,
-        hint: "A rank could not reach the job's c10d TCPStore: the host of rank 0 (MASTER_ADDR) \
-               died, has not started, or MASTER_ADDR/MASTER_PORT, DNS or a firewall is wrong; \
-               check the rank that hosts the store first.",
+        hint: C10D_STORE_HINT,
         priority: MID,
         requires_any: &[],
         refines: &[],

@@ -139,6 +139,23 @@ fn prev_piece<'a>(
     })
 }
 
+/// Does `gap` (the bytes from the end of one line to the start of a later one) hold only lines
+/// with text, and few of them: the two lines are in one paragraph.
+fn same_paragraph(gap: &[u8]) -> bool {
+    let Some(rest) = gap.strip_prefix(b"\n") else {
+        return false;
+    };
+    if rest.is_empty() {
+        return true;
+    }
+    let Some(lines) = rest.strip_suffix(b"\n") else {
+        return false;
+    };
+    rest.len() <= PIECE_MAX * 2
+        && bytecount::count(rest, b'\n') <= 4
+        && lines.split(|&b| b == b'\n').all(|l| !is_filler(trim_cr(l)))
+}
+
 /// Lines skipped when looking for the text around a line: blank lines and Markdown code fences.
 fn is_filler(l: &[u8]) -> bool {
     let t = l.trim_ascii();
@@ -262,6 +279,21 @@ fn framed_by_neighbours(
     if rank_prefix(text.as_bytes()).is_some() {
         return false;
     }
+    // A Markdown heading that is an error's name ("## CUDA out of memory" in a troubleshooting
+    // page) titles a section of a document; a heading with an exception class or a log prefix
+    // in it is a pasted line that happens to be marked up.
+    if matches!(evidence, Evidence::Headline { .. }) && markdown_heading(text) {
+        return true;
+    }
+    // A string literal alone on a line, after a line that opens a call or a list
+    // (`err = RuntimeError(` / `"CUDA out of memory …",`): an argument in code.
+    let opens = around.intro.is_some_and(|i| {
+        let t = i.trim_ascii_end();
+        t.ends_with(b"(") || t.ends_with(b"[")
+    });
+    if opens && string_literal_alone(text) {
+        return true;
+    }
     // An article's or a pull request's example of the error. (Cheap checks first: the intro
     // must end in a colon.)
     let colon = around.intro.is_some_and(|i| {
@@ -303,6 +335,34 @@ fn framed_by_neighbours(
             .contains(kind)
 }
 
+/// Is `text` one quoted string and nothing else but a trailing `,` or `)`?
+fn string_literal_alone(text: &str) -> bool {
+    let t = text.trim().trim_end_matches([',', ')', ';']).trim_end();
+    let Some(q) = t.chars().next().filter(|c| matches!(c, '"' | '\'')) else {
+        return false;
+    };
+    t.len() >= 2 && t.ends_with(q) && !t[1..t.len() - 1].contains(q)
+}
+
+/// A Markdown ATX heading (`## …`, up to six `#` and a space) whose text is an error's name in
+/// words: [`heading_shaped`], and no digit, quote, `=`, path or bracket. (A title pasted under
+/// `###` keeps the message's numbers and fields — `"THCudaCheck FAIL file=… error=4 : …"` — and
+/// programs that print `# ` before their own messages print codes: `# SWAN : FATAL : Cuda driver
+/// error 700 : …`.)
+fn markdown_heading(text: &str) -> bool {
+    let t = text.trim();
+    let hashes = t.bytes().take_while(|&b| b == b'#').count();
+    if !(1..=6).contains(&hashes) || !t[hashes..].starts_with(' ') {
+        return false;
+    }
+    let words = t[hashes..].trim_start();
+    words.len() <= 120
+        && words
+            .chars()
+            .all(|c| c.is_alphabetic() || matches!(c, ' ' | ':' | ',' | '.' | '-' | '!'))
+        && heading_shaped(words)
+}
+
 /// A line that may be a heading: no exception class name (`RuntimeError`, `OutOfMemoryError`),
 /// no log prefix (a timestamp, a `[tag]`, a level).
 fn heading_shaped(text: &str) -> bool {
@@ -337,6 +397,11 @@ pub struct StreamScanner {
     stats: ScanStats,
     /// The last line of the previous plain-text chunk (bounded), for joining wrapped lines.
     carry: Vec<u8>,
+    /// Where, in the chunk being scanned, the last line that the text around it framed as a
+    /// quoted example ends: the lines right after it belong to the same quotation.
+    quoted_until: Option<usize>,
+    /// Set by `inspect` when it dropped a line as a quotation.
+    framed: bool,
 }
 
 impl StreamScanner {
@@ -349,6 +414,8 @@ impl StreamScanner {
             joined: 0,
             stats: ScanStats::default(),
             carry: Vec::new(),
+            quoted_until: None,
+            framed: false,
         }
     }
 
@@ -546,6 +613,7 @@ impl StreamScanner {
         };
         if let Some((text, evidence)) = found {
             if framed_by_neighbours(det, &text, &evidence, around) {
+                self.framed = true;
                 return;
             }
             // A gate hit that a detail literal confirms opens the follow window; an anchor alone
@@ -580,6 +648,7 @@ impl StreamScanner {
         let mut counted = 0usize;
         let mut pos = 0usize;
         let carry = std::mem::take(&mut self.carry);
+        self.quoted_until = None;
         while pos < data.len() {
             // A line found by the gate search is known to pass the gate: no second gate run.
             let (ls, gated) = if self.follow > 0 {
@@ -618,6 +687,27 @@ impl StreamScanner {
                 intro: prev_text(data, ls, &carry),
                 after: next_text(data, le),
             };
+            // The rest of a quoted example: an article's multi-line error message after the
+            // line its intro framed, up to the next blank line.
+            if prefix.is_none()
+                && self
+                    .quoted_until
+                    .is_some_and(|e| same_paragraph(&data[e.min(ls)..ls]))
+            {
+                self.quoted_until = Some(le);
+                if le < data.len() {
+                    self.lines += 1;
+                    counted = le + 1;
+                } else {
+                    counted = data.len();
+                    if chunk.unterminated {
+                        self.lines += 1;
+                    }
+                }
+                pos = le + 1;
+                continue;
+            }
+            self.framed = false;
             self.inspect(
                 &text,
                 line_no,
@@ -630,6 +720,9 @@ impl StreamScanner {
                 gated,
                 around,
             );
+            if std::mem::take(&mut self.framed) {
+                self.quoted_until = Some(le);
+            }
             if le < data.len() {
                 self.lines += 1;
                 counted = le + 1;
@@ -856,6 +949,45 @@ mod first_line {
         );
         let failed = format!("{notice}[E socket.cpp:860] [c10d] The client socket has failed to connect to [node07]:29500 (errno: 111 - Connection refused).\n");
         assert_eq!(auto_findings(&failed).len(), 1);
+    }
+
+    /// A troubleshooting page's section heading names an error; a heading that holds a pasted
+    /// message with its fields, or a program's `# ` output, is still a report.
+    #[test]
+    fn a_markdown_heading_that_names_an_error_is_a_section_title() {
+        assert!(auto_findings("## CUDA out of memory\nLower the batch size first.\n").is_empty());
+        assert_eq!(
+            auto_findings("### \"THCudaCheck FAIL file=/src/THC/THCGeneral.c line=70 error=2 : out of memory\"\n").len(),
+            1
+        );
+        assert_eq!(
+            auto_findings("# APP : FATAL : Cuda driver error 700 : CUDA_ERROR_ILLEGAL_ADDRESS : an illegal memory access was encountered\n").len(),
+            1
+        );
+    }
+
+    /// A guide's example that spans lines is one quotation, up to the blank line; what comes
+    /// after the blank line is judged on its own.
+    #[test]
+    fn the_rest_of_a_framed_example_is_quoted_too() {
+        let guide = "You run a job on two nodes and hit:\n\nRuntimeError: NCCL communicator was aborted on rank 3.\nOriginal reason for failure was: Watchdog caught collective operation timeout:\nWorkNCCL(SeqNum=7, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n";
+        assert!(
+            auto_findings(guide).is_empty(),
+            "{:#?}",
+            auto_findings(guide)
+        );
+        let then_real = format!("{guide}\n[rank1]:[E1203 10:00:00.000000 ProcessGroupNCCL.cpp:1590] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=BROADCAST) ran for 600001 milliseconds before timing out.\n");
+        assert_eq!(auto_findings(&then_real).len(), 1);
+    }
+
+    /// A string alone on a line after one that opens a call is an argument in code.
+    #[test]
+    fn a_string_argument_on_its_own_line_is_code() {
+        let code = "        err = RuntimeError(\n            \"RuntimeError: CUDA error: out of memory\"\n        )\n";
+        assert!(auto_findings(code).is_empty(), "{:#?}", auto_findings(code));
+        // A reporter quoting the error on its own line is a report.
+        let report = "My job dies with this error:\n\"RuntimeError: CUDA error: out of memory\"\n";
+        assert_eq!(auto_findings(report).len(), 1);
     }
 
     /// A wrap inside the kernel file's name: the join restores the name the catalog knows.

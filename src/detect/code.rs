@@ -51,14 +51,15 @@ fn handler_clause() -> &'static Regex {
 }
 
 /// The start of an assignment whose value is a string literal or a list, tuple or map of them,
-/// or an object built from one: `name = "`, `const char *msg = "`, `self.msg: str = r'`,
-/// `PATTERNS = [`, `err = RuntimeError("`, and the shell's `NAME="` / `export name='`. Without spaces around `=` only the shell's upper-case or
+/// or an object built from a double-quoted one: `name = "`, `const char *msg = "`,
+/// `self.msg: str = r'`, `PATTERNS = [`, `err = RuntimeError("` (Python's repr, which
+/// `f"{e = }"` prints, quotes with `'`), and the shell's `NAME="` / `export name='`. Without spaces around `=` only the shell's upper-case or
 /// exported names count: `msg='CUDA out of memory …'` is what Python's `f"{msg=}"` prints.
 fn assignment_start() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r#"^\s*(?:(?:(?:const|let|var|static|final|constexpr|auto|char|std::string|string|String|str|val)\s+\**)*[A-Za-z_][\w.\[\]'"]*(?:\s*:\s*[\w.]+(?:\[[^\]]*\])?)?\s+(?:\+|\|\|)?=\s+(?:new\s+)?(?:[A-Za-z_][\w.:]*\()?|(?:(?:export|local|readonly)\s+[A-Za-z_]\w*|[A-Z][A-Z0-9_]*)=)[\[({]*\s*(?:[rRbBfFuUL]{1,2})?["'`]"#,
+        r#"^\s*(?:(?:(?:const|let|var|static|final|constexpr|auto|char|std::string|string|String|str|val)\s+\**)*[A-Za-z_][\w.\[\]'"]*(?:\s*:\s*[\w.]+(?:\[[^\]]*\])?)?\s+(?:\+|\|\|)?=\s+(?:(?:new\s+)?[A-Za-z_][\w.:]*\(\s*(?:[rRbBfFuUL]{1,2})?"|[\[({]*\s*(?:[rRbBfFuUL]{1,2})?["'`])|(?:(?:export|local|readonly)\s+[A-Za-z_]\w*|[A-Z][A-Z0-9_]*)=[\[({]*\s*(?:[rRbBfFuUL]{1,2})?["'`])"#,
     )
 }
 

@@ -161,11 +161,6 @@ const HIGH: u8 = 30;
 const MID: u8 = 20;
 const GENERIC: u8 = 10;
 
-/// What to do when a rank cannot reach the job's c10d store.
-const C10D_STORE_HINT: &str = "A rank could not reach the job's c10d TCPStore: the host of rank 0 \
-     (MASTER_ADDR) died, has not started, or MASTER_ADDR/MASTER_PORT, DNS or a firewall is wrong; \
-     check the rank that hosts the store first.";
-
 pub const HEADLINE_RULES: &[HeadlineRule] = &[
     HeadlineRule {
         name: "cuda_device_assert",
@@ -1154,27 +1149,6 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
-        // c10d socket.cpp's per-address warning, "The client socket has failed to connect to
-        // [host]:29500 (errno: 110 - Connection timed out).", only for the errors that say the
-        // store's host is unreachable: the errno 97/99 forms ("Address family not supported",
-        // "Cannot assign requested address") come from IPv6 fallbacks on healthy runs, and a
-        // refusal is `nccl_connection_refused`.
-        name: "c10d_socket_unreachable",
-        literals: &["socket has failed to connect to ["],
-        kind: Kind::NcclError,
-        category: "c10d_store_connect_failed",
-        blame: Blame::Unknown,
-        hint: C10D_STORE_HINT,
-        priority: MID,
-        requires_any: &[
-            "Connection timed out",
-            "No route to host",
-            "Network is unreachable",
-            "Host is unreachable",
-        ],
-        refines: &[],
-    },
-    HeadlineRule {
         // torch/csrc/distributed/c10d/socket.cpp ("The client socket has failed to connect to any
         // network address of (host, port)", "The client socket has timed out after …", "The
         // server socket has failed to listen on any local network address") and TCPStore.cpp
@@ -1199,7 +1173,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         kind: Kind::NcclError,
         category: "c10d_store_connect_failed",
         blame: Blame::Unknown,
-        hint: C10D_STORE_HINT,
+        hint: "A rank could not reach the job's c10d TCPStore: the host of rank 0 (MASTER_ADDR) \
+               died, has not started, or MASTER_ADDR/MASTER_PORT, DNS or a firewall is wrong; \
+               check the rank that hosts the store first.",
         priority: MID,
         requires_any: &[],
         refines: &[],

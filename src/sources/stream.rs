@@ -275,24 +275,33 @@ fn framed_by_neighbours(
     text: &str,
     evidence: &Evidence,
     around: Around<'_>,
-) -> bool {
+) -> Frame {
     if rank_prefix(text.as_bytes()).is_some() {
-        return false;
+        return Frame::Reported;
     }
     // A Markdown heading that is an error's name ("## CUDA out of memory" in a troubleshooting
-    // page) titles a section of a document; a heading with an exception class or a log prefix
-    // in it is a pasted line that happens to be marked up.
-    if matches!(evidence, Evidence::Headline { .. }) && markdown_heading(text) {
-        return true;
+    // page) followed at once by advice to the reader ("If you see out of memory (OOM) errors,
+    // you can try …") titles a section of a document. An issue's title shown as a heading is
+    // followed by the reporter's own text or log.
+    if matches!(evidence, Evidence::Headline { .. })
+        && markdown_heading(text)
+        && around
+            .next
+            .is_some_and(|n| advises_the_reader(&String::from_utf8_lossy(n)))
+    {
+        return Frame::Shown;
     }
-    // A string literal alone on a line, after a line that opens a call or a list
-    // (`err = RuntimeError(` / `"CUDA out of memory …",`): an argument in code.
-    let opens = around.intro.is_some_and(|i| {
+    // A string literal alone on a line, after a line that opens a call
+    // (`err = RuntimeError(` / `"CUDA out of memory …"`): an argument in code. (A JSON array's
+    // `"text": [` or a bare `[` opens data, which may be a program's output.)
+    let opens_call = around.intro.is_some_and(|i| {
         let t = i.trim_ascii_end();
-        t.ends_with(b"(") || t.ends_with(b"[")
+        t.ends_with(b"(")
+            && t.len() >= 2
+            && (t[t.len() - 2].is_ascii_alphanumeric() || t[t.len() - 2] == b'_')
     });
-    if opens && string_literal_alone(text) {
-        return true;
+    if opens_call && string_literal_alone(text) {
+        return Frame::Shown;
     }
     // An article's or a pull request's example of the error. (Cheap checks first: the intro
     // must end in a colon.)
@@ -304,17 +313,17 @@ fn framed_by_neighbours(
         let intro = around.intro.map(String::from_utf8_lossy);
         let after = around.after.map(String::from_utf8_lossy);
         if crate::detect::prose::framed_as_example(intro.as_deref(), after.as_deref()) {
-            return true;
+            return Frame::Example;
         }
     }
     let (Evidence::Headline { kind, .. }, Some(n)) = (evidence, around.next) else {
-        return false;
+        return Frame::Reported;
     };
     let open_span = text.bytes().filter(|&b| b == b'`').count() % 2 == 1;
     let heading = heading_shaped(text);
     // The next line must pass the gate to name any error at all.
     if !(open_span || heading) || n.len() > PIECE_MAX || !det.gate_matches(n) {
-        return false;
+        return Frame::Reported;
     }
     // A sentence that a hard wrap cut inside a code span is judged whole.
     if open_span
@@ -322,26 +331,61 @@ fn framed_by_neighbours(
             .kinds_named_in_passing(&join_pieces(text.as_bytes(), n))
             .contains(kind)
     {
-        return true;
+        return Frame::Shown;
     }
     // An article's heading that the very next line goes on to explain ("CUDA error:
     // device-side assert triggered" / "… you may meet the "device-side assert triggered" error;
     // this article explains …"). Only the adjacent line (a report's own prose comes after a
     // blank line or a code fence), and only a heading's shape: a pasted exception line
     // (`RuntimeError: …`) or log line followed by the reporter's musings stays an event.
-    heading
+    if heading
         && det
             .kinds_named_in_passing(&String::from_utf8_lossy(n))
             .contains(kind)
+    {
+        return Frame::Shown;
+    }
+    Frame::Reported
 }
 
-/// Is `text` one quoted string and nothing else but a trailing `,` or `)`?
+/// How the text around a line frames it ([`framed_by_neighbours`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Frame {
+    /// Nothing frames it: the line reports what it says.
+    Reported,
+    /// Shown, not reported (a heading, a quotation inside a sentence, code).
+    Shown,
+    /// The first line of an example an intro presents; the lines right after it may continue it.
+    Example,
+}
+
+/// Does `line` speak to the reader as a document does under a heading, with advice ("If you see
+/// … errors, you can try …", "You can lower …", "To avoid it, …", "Try …") or a general
+/// explanation ("This error may be due to …", "This error usually means …"), and without a
+/// report's words?
+fn advises_the_reader(line: &str) -> bool {
+    static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    R.get_or_init(|| {
+        regex::Regex::new(
+            r"(?i)^\s*(?:(?:if|when|whenever|once)\s+you\b|you\s+(?:can|may|might|should|could)\b|to\s+(?:fix|avoid|resolve|solve|prevent)\b|try\s|this\s+(?:error|exception|message)\s+(?:may|might|can|could|usually|typically|often|generally|is\s+(?:usually|typically|often|generally))\b)",
+        )
+        .expect("static regex")
+    })
+    .is_match(line)
+        && !crate::detect::prose::has_report_cue(line)
+}
+
+/// Is `text` one quoted string and nothing else but a trailing `,` or `)`? (A string that ends
+/// in a `\n` escape is a line of captured output, as notebooks store stderr.)
 fn string_literal_alone(text: &str) -> bool {
     let t = text.trim().trim_end_matches([',', ')', ';']).trim_end();
     let Some(q) = t.chars().next().filter(|c| matches!(c, '"' | '\'')) else {
         return false;
     };
-    t.len() >= 2 && t.ends_with(q) && !t[1..t.len() - 1].contains(q)
+    t.len() >= 2
+        && t.ends_with(q)
+        && !t[1..t.len() - 1].contains(q)
+        && !t[..t.len() - 1].ends_with("\\n")
 }
 
 /// A Markdown ATX heading (`## …`, up to six `#` and a space) whose text is an error's name in
@@ -612,9 +656,13 @@ impl StreamScanner {
             None => alone.map(|ev| (text.to_owned(), ev)),
         };
         if let Some((text, evidence)) = found {
-            if framed_by_neighbours(det, &text, &evidence, around) {
-                self.framed = true;
-                return;
+            match framed_by_neighbours(det, &text, &evidence, around) {
+                Frame::Reported => {}
+                Frame::Shown => return,
+                Frame::Example => {
+                    self.framed = true;
+                    return;
+                }
             }
             // A gate hit that a detail literal confirms opens the follow window; an anchor alone
             // (a false candidate) costs this one inspection and nothing more.
@@ -688,11 +736,13 @@ impl StreamScanner {
                 after: next_text(data, le),
             };
             // The rest of a quoted example: an article's multi-line error message after the
-            // line its intro framed, up to the next blank line.
+            // line its intro framed, up to the next blank line, as long as no line has a log
+            // record's or an exception's shape (a new program output starts there).
             if prefix.is_none()
                 && self
                     .quoted_until
                     .is_some_and(|e| same_paragraph(&data[e.min(ls)..ls]))
+                && heading_shaped(&text)
             {
                 self.quoted_until = Some(le);
                 if le < data.len() {
@@ -720,9 +770,8 @@ impl StreamScanner {
                 gated,
                 around,
             );
-            if std::mem::take(&mut self.framed) {
-                self.quoted_until = Some(le);
-            }
+            // A line judged on its own ends any quotation before it.
+            self.quoted_until = std::mem::take(&mut self.framed).then_some(le);
             if le < data.len() {
                 self.lines += 1;
                 counted = le + 1;
@@ -955,7 +1004,25 @@ mod first_line {
     /// message with its fields, or a program's `# ` output, is still a report.
     #[test]
     fn a_markdown_heading_that_names_an_error_is_a_section_title() {
-        assert!(auto_findings("## CUDA out of memory\nLower the batch size first.\n").is_empty());
+        assert!(auto_findings(
+            "## CUDA out of memory\nIf you see it during prefill, you can lower the chunk size.\n"
+        )
+        .is_empty());
+        assert!(auto_findings(
+            "## CUDA error: an illegal memory access was encountered\nThis error may be due to a kernel bug or to running out of memory.\n"
+        )
+        .is_empty());
+        assert_eq!(
+            auto_findings("# CUDA error: an illegal memory access was encountered\nThis error usually shows up when I resume from a checkpoint.\n").len(),
+            1
+        );
+        // An issue's title shown as a heading, followed by the reporter's text or the log.
+        assert_eq!(
+            auto_findings("# CUDA out of memory\nTraining stops after 3 epochs on two cards.\n")
+                .len(),
+            1
+        );
+        assert!(!auto_findings("### CUDA out of memory\ntorch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.\n").is_empty());
         assert_eq!(
             auto_findings("### \"THCudaCheck FAIL file=/src/THC/THCGeneral.c line=70 error=2 : out of memory\"\n").len(),
             1
@@ -970,11 +1037,19 @@ mod first_line {
     /// after the blank line is judged on its own.
     #[test]
     fn the_rest_of_a_framed_example_is_quoted_too() {
-        let guide = "You run a job on two nodes and hit:\n\nRuntimeError: NCCL communicator was aborted on rank 3.\nOriginal reason for failure was: Watchdog caught collective operation timeout:\nWorkNCCL(SeqNum=7, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n";
+        let guide = "A job on two nodes can fail in several ways, for example:\n\nRuntimeError: NCCL communicator was aborted on rank 3.\nOriginal reason for failure was: Watchdog caught collective operation timeout:\nWorkNCCL(SeqNum=7, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n";
         assert!(
             auto_findings(guide).is_empty(),
             "{:#?}",
             auto_findings(guide)
+        );
+        // A line with a log record's or an exception's shape starts new output.
+        let then_log = "A job can fail in several ways, for example:\nRuntimeError: CUDA error: unspecified launch failure\n2024-05-02 11:02:14 ERROR [rank 1] torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n";
+        assert_eq!(
+            auto_findings(then_log).len(),
+            1,
+            "{:#?}",
+            auto_findings(then_log)
         );
         let then_real = format!("{guide}\n[rank1]:[E1203 10:00:00.000000 ProcessGroupNCCL.cpp:1590] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=BROADCAST) ran for 600001 milliseconds before timing out.\n");
         assert_eq!(auto_findings(&then_real).len(), 1);
@@ -985,6 +1060,10 @@ mod first_line {
     fn a_string_argument_on_its_own_line_is_code() {
         let code = "        err = RuntimeError(\n            \"RuntimeError: CUDA error: out of memory\"\n        )\n";
         assert!(auto_findings(code).is_empty(), "{:#?}", auto_findings(code));
+        // A notebook's stored stderr is output, as is a JSON array a tool printed.
+        let notebook =
+            "   \"text\": [\n    \"RuntimeError: CUDA error: device-side assert triggered\\n\",\n";
+        assert_eq!(auto_findings(notebook).len(), 1, "{notebook}");
         // A reporter quoting the error on its own line is a report.
         let report = "My job dies with this error:\n\"RuntimeError: CUDA error: out of memory\"\n";
         assert_eq!(auto_findings(report).len(), 1);

@@ -745,33 +745,23 @@ impl StreamScanner {
                 && heading_shaped(&text)
             {
                 self.quoted_until = Some(le);
-                if le < data.len() {
-                    self.lines += 1;
-                    counted = le + 1;
-                } else {
-                    counted = data.len();
-                    if chunk.unterminated {
-                        self.lines += 1;
-                    }
-                }
-                pos = le + 1;
-                continue;
+            } else {
+                self.framed = false;
+                self.inspect(
+                    &text,
+                    line_no,
+                    seq,
+                    chunk.offset + ls as u64,
+                    det,
+                    at_ms,
+                    out,
+                    false,
+                    gated,
+                    around,
+                );
+                // A line judged on its own ends any quotation before it.
+                self.quoted_until = std::mem::take(&mut self.framed).then_some(le);
             }
-            self.framed = false;
-            self.inspect(
-                &text,
-                line_no,
-                seq,
-                chunk.offset + ls as u64,
-                det,
-                at_ms,
-                out,
-                false,
-                gated,
-                around,
-            );
-            // A line judged on its own ends any quotation before it.
-            self.quoted_until = std::mem::take(&mut self.framed).then_some(le);
             if le < data.len() {
                 self.lines += 1;
                 counted = le + 1;
@@ -985,88 +975,60 @@ mod first_line {
         }
     }
 
+    /// Each text yields the number of findings given beside it.
+    fn assert_counts(cases: &[(&str, usize)]) {
+        for (text, n) in cases {
+            let found = auto_findings(text);
+            assert_eq!(found.len(), *n, "{text}\n{found:#?}");
+        }
+    }
+
     /// A connect warning that ends by saying it retries stays a notice when lines of the same
     /// width surround it: the next line is not the rest of its sentence. The failure that ends
     /// the attempts (c10d socket.cpp's "has failed to connect") is still reported.
     #[test]
     fn a_retry_notice_is_not_glued_to_the_next_line() {
         let notice = "[I socket.cpp:580] [c10d] The client socket is attempting to connect to [node07]:29500 now.\n[W socket.cpp:663] [c10d] The server socket on [node07]:29500 is not yet listening (errno: 111 - Connection refused), retrying...\n[I socket.cpp:591] [c10d] The client socket will attempt to connect to an IPv4 address of (node07, 29500).\n";
-        assert!(
-            auto_findings(notice).is_empty(),
-            "{:#?}",
-            auto_findings(notice)
-        );
         let failed = format!("{notice}[E socket.cpp:860] [c10d] The client socket has failed to connect to [node07]:29500 (errno: 111 - Connection refused).\n");
-        assert_eq!(auto_findings(&failed).len(), 1);
+        assert_counts(&[(notice, 0), (&failed, 1)]);
     }
 
-    /// A troubleshooting page's section heading names an error; a heading that holds a pasted
-    /// message with its fields, or a program's `# ` output, is still a report.
+    /// A troubleshooting page's section heading names an error and the next line advises the
+    /// reader; an issue's title shown as a heading, a heading that holds a pasted message with
+    /// its fields, or a program's `# ` output, is still a report.
     #[test]
     fn a_markdown_heading_that_names_an_error_is_a_section_title() {
-        assert!(auto_findings(
-            "## CUDA out of memory\nIf you see it during prefill, you can lower the chunk size.\n"
-        )
-        .is_empty());
-        assert!(auto_findings(
-            "## CUDA error: an illegal memory access was encountered\nThis error may be due to a kernel bug or to running out of memory.\n"
-        )
-        .is_empty());
-        assert_eq!(
-            auto_findings("# CUDA error: an illegal memory access was encountered\nThis error usually shows up when I resume from a checkpoint.\n").len(),
-            1
-        );
-        // An issue's title shown as a heading, followed by the reporter's text or the log.
-        assert_eq!(
-            auto_findings("# CUDA out of memory\nTraining stops after 3 epochs on two cards.\n")
-                .len(),
-            1
-        );
-        assert!(!auto_findings("### CUDA out of memory\ntorch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.\n").is_empty());
-        assert_eq!(
-            auto_findings("### \"THCudaCheck FAIL file=/src/THC/THCGeneral.c line=70 error=2 : out of memory\"\n").len(),
-            1
-        );
-        assert_eq!(
-            auto_findings("# APP : FATAL : Cuda driver error 700 : CUDA_ERROR_ILLEGAL_ADDRESS : an illegal memory access was encountered\n").len(),
-            1
-        );
+        assert_counts(&[
+            ("## CUDA out of memory\nIf you see it during prefill, you can lower the chunk size.\n", 0),
+            ("## CUDA error: an illegal memory access was encountered\nThis error may be due to a kernel bug or to running out of memory.\n", 0),
+            ("# CUDA error: an illegal memory access was encountered\nThis error usually shows up when I resume from a checkpoint.\n", 1),
+            ("# CUDA out of memory\nTraining stops after 3 epochs on two cards.\n", 1),
+            ("### CUDA out of memory\ntorch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.\n", 2),
+            ("### \"THCudaCheck FAIL file=/src/THC/THCGeneral.c line=70 error=2 : out of memory\"\n", 1),
+            ("# APP : FATAL : Cuda driver error 700 : CUDA_ERROR_ILLEGAL_ADDRESS : an illegal memory access was encountered\n", 1),
+        ]);
     }
 
-    /// A guide's example that spans lines is one quotation, up to the blank line; what comes
-    /// after the blank line is judged on its own.
+    /// A guide's example that spans lines is one quotation, up to the blank line; a line with a
+    /// log record's or an exception's shape, and what comes after the blank line, is judged on
+    /// its own.
     #[test]
     fn the_rest_of_a_framed_example_is_quoted_too() {
         let guide = "A job on two nodes can fail in several ways, for example:\n\nRuntimeError: NCCL communicator was aborted on rank 3.\nOriginal reason for failure was: Watchdog caught collective operation timeout:\nWorkNCCL(SeqNum=7, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n";
-        assert!(
-            auto_findings(guide).is_empty(),
-            "{:#?}",
-            auto_findings(guide)
-        );
-        // A line with a log record's or an exception's shape starts new output.
         let then_log = "A job can fail in several ways, for example:\nRuntimeError: CUDA error: unspecified launch failure\n2024-05-02 11:02:14 ERROR [rank 1] torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n";
-        assert_eq!(
-            auto_findings(then_log).len(),
-            1,
-            "{:#?}",
-            auto_findings(then_log)
-        );
         let then_real = format!("{guide}\n[rank1]:[E1203 10:00:00.000000 ProcessGroupNCCL.cpp:1590] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=BROADCAST) ran for 600001 milliseconds before timing out.\n");
-        assert_eq!(auto_findings(&then_real).len(), 1);
+        assert_counts(&[(guide, 0), (then_log, 1), (&then_real, 1)]);
     }
 
-    /// A string alone on a line after one that opens a call is an argument in code.
+    /// A string alone on a line after one that opens a call is an argument in code; a
+    /// notebook's stored stderr and a reporter's quoted error are not.
     #[test]
     fn a_string_argument_on_its_own_line_is_code() {
-        let code = "        err = RuntimeError(\n            \"RuntimeError: CUDA error: out of memory\"\n        )\n";
-        assert!(auto_findings(code).is_empty(), "{:#?}", auto_findings(code));
-        // A notebook's stored stderr is output, as is a JSON array a tool printed.
-        let notebook =
-            "   \"text\": [\n    \"RuntimeError: CUDA error: device-side assert triggered\\n\",\n";
-        assert_eq!(auto_findings(notebook).len(), 1, "{notebook}");
-        // A reporter quoting the error on its own line is a report.
-        let report = "My job dies with this error:\n\"RuntimeError: CUDA error: out of memory\"\n";
-        assert_eq!(auto_findings(report).len(), 1);
+        assert_counts(&[
+            ("        err = RuntimeError(\n            \"RuntimeError: CUDA error: out of memory\"\n        )\n", 0),
+            ("   \"text\": [\n    \"RuntimeError: CUDA error: device-side assert triggered\\n\",\n", 1),
+            ("My job dies with this error:\n\"RuntimeError: CUDA error: out of memory\"\n", 1),
+        ]);
     }
 
     /// A wrap inside the kernel file's name: the join restores the name the catalog knows.

@@ -1,7 +1,5 @@
-//! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two),
-//! `tests/fresh2/` (round three), `tests/fresh3/` (round four), `tests/fresh4/` (round five),
-//! `tests/fresh5/` (round six) and `tests/fresh6/` (round seven), all spent and kept for
-//! regressions.
+//! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
+//! through `tests/fresh9/` (round ten), one set per round, all spent and kept for regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses

@@ -939,9 +939,33 @@ mod tests {
 mod first_line {
     use super::*;
 
+    /// Lines of documents, code and quotations that frame the lines around them.
+    const NOISE: &[&str] = &[
+        "Jobs can fail in several ways, for example:",
+        "",
+        "```",
+        "## CUDA out of memory",
+        "If you see it during prefill, you can lower the chunk size.",
+        "This error may be due to a kernel bug.",
+        "        err = RuntimeError(",
+        "            \"RuntimeError: CUDA error: out of memory\"",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "Original reason for failure was: Watchdog caught collective operation timeout:",
+        "The run then stops, and every later call fails.",
+        ", and every later call fails too.",
+    ];
+
+    /// Single-line failures as a rank prints them.
+    const RANK_FAILURES: &[&str] = &[
+        "[rank3]:[E1202 10:00:01.123456 ProcessGroupNCCL.cpp:1590] [PG 0 Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600005 milliseconds before timing out.",
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 6.25 MiB is free.",
+        "[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered",
+    ];
+
     /// The findings of `text` scanned as one chunk of an input whose format is auto-detected.
     fn auto_findings(text: &str) -> Vec<Finding> {
-        let det = DetectorSet::builtin();
+        static DET: std::sync::OnceLock<DetectorSet> = std::sync::OnceLock::new();
+        let det = DET.get_or_init(DetectorSet::builtin);
         let mut sc = StreamScanner::new(Format::Auto, 1 << 16, 1);
         let mut findings = Vec::new();
         let chunk = Chunk {
@@ -950,9 +974,33 @@ mod first_line {
             truncated: false,
             unterminated: false,
         };
-        sc.feed(&chunk, &det, 0, &mut findings);
-        sc.finish(&det, 0, &mut findings);
+        sc.feed(&chunk, det, 0, &mut findings);
+        sc.finish(det, 0, &mut findings);
         findings
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Whatever documents, code and quotations surround it, a rank's failure line (program
+        /// output) is reported on its own line: no framing of its neighbours swallows it.
+        #[test]
+        fn a_rank_failure_is_never_swallowed_by_its_neighbours(
+            picks in proptest::collection::vec(0usize..NOISE.len(), 0..12),
+            at in 0usize..13,
+            which in 0usize..RANK_FAILURES.len(),
+        ) {
+            let mut lines: Vec<&str> = picks.iter().map(|&i| NOISE[i]).collect();
+            let at = at.min(lines.len());
+            lines.insert(at, RANK_FAILURES[which]);
+            let text = format!("{}\n", lines.join("\n"));
+            let found = auto_findings(&text);
+            let line = at as u64 + 1;
+            proptest::prop_assert!(
+                found.iter().any(|f| f.line == line),
+                "line {} not reported in\n{}\n{:#?}", line, text, found
+            );
+        }
     }
 
     /// A hard wrap in the first line of an input whose format is still being detected: the

@@ -7,25 +7,10 @@
 
 mod common;
 
-use common::{assert_block, ordinary, Daemon};
+use common::{assert_block, ordinary, Daemon, TAIL_CONFIG};
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
-
-const CONFIG: &str = r#"
-listen: "127.0.0.1:{port}"
-state_dir: ./state
-logs:
-  - name: jobs
-    paths: ["./logs/*.log"]
-gpu:
-  backend: none
-incidents:
-  quiet_period: 300ms
-tailing:
-  rescan_interval: 200ms
-  checkpoint_interval: 100ms
-"#;
 
 fn append(path: &Path, text: &str) {
     let mut f = std::fs::OpenOptions::new()
@@ -71,7 +56,7 @@ fn rotations_truncation_and_kill9_restarts_give_each_failure_exactly_once() {
     std::fs::create_dir_all(dir.join("logs")).unwrap();
     let log = dir.join("logs/train.log");
     let mut want = Vec::new();
-    let d = Daemon::start(dir, CONFIG);
+    let d = Daemon::start(dir, TAIL_CONFIG);
     for n in 1..=2 {
         write_failure(&log, n);
         want.push(n);
@@ -162,7 +147,7 @@ fn kernel_log_file_in_kmsg_format_counts_sequence_gaps() {
          6,105,1002,-;IPv6: eth0: link becomes ready\n",
     )
     .unwrap();
-    let cfg = format!("{CONFIG}kernel_log:\n  path: ./kmsg.txt\n");
+    let cfg = format!("{TAIL_CONFIG}kernel_log:\n  path: ./kmsg.txt\n");
     let d = Daemon::start(dir, &cfg);
     assert!(
         d.wait_for(10, |d| d.incidents().iter().any(|i| i["xid"] == 79)),
@@ -230,7 +215,7 @@ fn directories_and_vanishing_files_are_counted_not_fatal() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::create_dir_all(dir.join("logs/not-a-file.log")).unwrap();
-    let d = Daemon::start(dir, CONFIG);
+    let d = Daemon::start(dir, TAIL_CONFIG);
     assert!(
         d.wait_for(10, |d| d
             .metric("assertwatch_log_read_errors_total", &[("source", "jobs")])
@@ -277,7 +262,7 @@ fn full_state_disk_is_counted_and_the_daemon_keeps_serving() {
         }
     }
     let _guard = Unmount(state.clone());
-    let d = Daemon::start(dir, CONFIG);
+    let d = Daemon::start(dir, TAIL_CONFIG);
     // Fill the state disk.
     let mut filler = std::fs::File::create(state.join("filler")).unwrap();
     let chunk = vec![0u8; 64 * 1024];
@@ -327,7 +312,7 @@ fn reload_keeps_the_old_config_when_the_new_one_is_invalid() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::create_dir_all(dir.join("logs")).unwrap();
-    let d = Daemon::start(dir, CONFIG);
+    let d = Daemon::start(dir, TAIL_CONFIG);
     let good = std::fs::read_to_string(&d.config).unwrap();
     std::fs::write(&d.config, format!("{good}\nbogus_key: 1\n")).unwrap();
     d.signal(libc::SIGHUP);
@@ -373,7 +358,7 @@ fn sigterm_during_a_burst_persists_everything_and_exits_promptly() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::create_dir_all(dir.join("logs")).unwrap();
-    let d = Daemon::start(dir, CONFIG);
+    let d = Daemon::start(dir, TAIL_CONFIG);
     let log = dir.join("logs/burst.log");
     for n in 1..=40 {
         write_failure(&log, n);
@@ -399,7 +384,7 @@ fn systemd_notify_ready_then_watchdog_pings() {
         .unwrap();
     let port = common::free_port();
     let cfg = dir.join("config.yaml");
-    std::fs::write(&cfg, CONFIG.replace("{port}", &port.to_string())).unwrap();
+    std::fs::write(&cfg, TAIL_CONFIG.replace("{port}", &port.to_string())).unwrap();
     let mut child = std::process::Command::new(common::bin())
         .args(["run", "--config"])
         .arg(&cfg)

@@ -8,26 +8,11 @@
 
 mod common;
 
-use common::{ordinary, Daemon};
+use common::{ordinary, Daemon, TAIL_CONFIG};
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-const CONFIG: &str = r#"
-listen: "127.0.0.1:{port}"
-state_dir: ./state
-logs:
-  - name: jobs
-    paths: ["./logs/*.log"]
-gpu:
-  backend: none
-incidents:
-  quiet_period: 300ms
-tailing:
-  rescan_interval: 200ms
-  checkpoint_interval: 100ms
-"#;
 
 /// A device-side assert whose assertion text and exception message carry HTML.
 const FAILURE: &str = "../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [5,0,0], thread: [0,0,0] Assertion `idx < <b>bold</b>` failed.\n\
@@ -109,7 +94,7 @@ fn detail_page_renders_the_failing_line_and_log_markup_as_text_in_chromium() {
     let dir = tmp.path();
     std::fs::create_dir_all(dir.join("logs")).unwrap();
     let log = dir.join("logs/train.log");
-    let d = Daemon::start(dir, CONFIG);
+    let d = Daemon::start(dir, TAIL_CONFIG);
     append(&log, &ordinary(1, 60));
     append(&log, FAILURE);
     append(&log, &ordinary(100, 60));

@@ -106,6 +106,23 @@ pub fn get(url: &str) -> (u16, String) {
     }
 }
 
+/// A daemon that tails `./logs/*.log` in its working directory, with no GPU, short quiet period
+/// and rescan interval, and its state in `./state`. `{port}` is replaced by [`Daemon::start`].
+pub const TAIL_CONFIG: &str = r#"
+listen: "127.0.0.1:{port}"
+state_dir: ./state
+logs:
+  - name: jobs
+    paths: ["./logs/*.log"]
+gpu:
+  backend: none
+incidents:
+  quiet_period: 300ms
+tailing:
+  rescan_interval: 200ms
+  checkpoint_interval: 100ms
+"#;
+
 /// A running `assertwatch run` in a temp dir, killed on drop.
 pub struct Daemon {
     pub child: std::process::Child,

@@ -4,7 +4,8 @@
 //! `CUresult` twin where there is one, the text `cudaGetErrorString` / `cuGetErrorString` return
 //! for them, and this project's family, blame and hint. Codes, names and meanings are NVIDIA's
 //! (CUDA Runtime API, "Data types used by CUDA Runtime", enum `cudaError`; CUDA Driver API, enum
-//! `CUresult`); the families and hints are this project's reading of them. A hint of `-` means a
+//! `CUresult`; the messages as the CUDA 13.2 runtime's `cudaGetErrorString` returns them); the
+//! families and hints are this project's reading of them. A hint of `-` means a
 //! headline row of `detect::rules` owns the family and its hint.
 //!
 //! The catalog names no gate anchors of its own. It refines a line that a generic CUDA row
@@ -301,6 +302,67 @@ mod tests {
         }
     }
 
+    /// Every value of the runtime's `cudaError` enum (CUDA 13.2, `driver_types.h`) is in the
+    /// catalog or left out here with its reason; nothing is both.
+    #[test]
+    fn catalog_covers_the_whole_enum() {
+        const ENUM: &[u32] = &[
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 31, 32, 34, 35, 36, 37, 43, 44, 45, 46, 49, 52, 53, 65, 66, 67, 68, 69, 98,
+            100, 101, 102, 103, 127, 200, 201, 205, 206, 207, 208, 209, 210, 211, 212, 213, 214,
+            215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 226, 300, 301, 302, 303, 304,
+            400, 401, 402, 500, 600, 700, 701, 702, 703, 704, 705, 708, 709, 710, 711, 712, 713,
+            714, 715, 716, 717, 718, 719, 720, 721, 800, 801, 802, 803, 804, 805, 806, 807, 808,
+            809, 810, 811, 812, 900, 901, 902, 903, 904, 905, 906, 907, 908, 909, 910, 911, 912,
+            913, 914, 915, 917, 999, 10000,
+        ];
+        const LEFT_OUT: &[(&[u32], &str)] = &[
+            (&[0], "cudaSuccess is no error"),
+            (&[5, 6, 7, 8], "profiler control, deprecated since CUDA 5.0"),
+            (
+                &[
+                    12, 18, 19, 20, 22, 23, 24, 25, 26, 27, 28, 37, 43, 44, 45, 66, 67, 703,
+                ],
+                "texture and surface references and device emulation, deprecated or graphics-only",
+            ),
+            (
+                &[31, 32, 10000],
+                "deprecated, not returned by current runtimes",
+            ),
+            (
+                &[206, 207, 208, 210, 211, 212, 213, 219],
+                "graphics interop mapping; short phrases that name no GPU-node failure",
+            ),
+            (&[300], "same message as cudaErrorInvalidKernelImage (200)"),
+            (
+                &[301],
+                "`file not found` is too common a phrase to name an error",
+            ),
+            (&[402], "an introspection call's answer, not a failure"),
+            (
+                &[600],
+                "cudaErrorNotReady: a query's answer (work still running), not a failure",
+            ),
+        ];
+        let mut left = HashSet::new();
+        for (codes, why) in LEFT_OUT {
+            assert!(!why.is_empty());
+            for c in *codes {
+                assert!(left.insert(*c), "{c} left out twice");
+            }
+        }
+        let catalog: HashSet<u32> = errors().iter().map(|e| e.code).collect();
+        for c in ENUM {
+            assert!(
+                catalog.contains(c) != left.contains(c),
+                "{c}: in the catalog and left out, or neither"
+            );
+        }
+        for c in catalog.iter().chain(&left) {
+            assert!(ENUM.contains(c), "{c} is not a value of the enum");
+        }
+    }
+
     /// Where a headline row keys on an error's name or message, the row and the catalog agree on
     /// the family, and a family without a row of its own carries its own hint.
     #[test]
@@ -387,6 +449,13 @@ mod tests {
             ("RuntimeError: cusolver error: CUSOLVER_STATUS_EXECUTION_FAILED, when calling `cusolverDnSgetrf( handle, m, n, dA, ldda, static_cast<float*>(dataPtr.get()), ipiv, info)`", "cusolver_execution_failed"),
             ("RuntimeError: cuFFT error: CUFFT_INTERNAL_ERROR", "cufft_internal_error"),
             ("RuntimeError: CUDA error: CUBLAS_STATUS_LICENSE_ERROR", "cublas_license_error"),
+            // Values the catalog gained from the runtime's own strings (CUDA 13.2).
+            ("RuntimeError: CUDA error: MPS server is not ready to accept new MPS client requests", "mps_failure"),
+            ("cudaErrorMpsClientTerminated: the MPS client has been terminated by the server", "mps_failure"),
+            ("RuntimeError: CUDA error: Invalid access of peer GPU memory over nvlink or a hardware error", "error_contained"),
+            ("CUDA error: capturing stream has unjoined work", "stream_capture_invalid_use"),
+            ("RuntimeError: CUDA error: unspecified launch failure in prior launch", "unspecified_launch_failure"),
+            ("CUDA_ERROR_TENSOR_MEMORY_LEAK", "tensor_memory_leak"),
         ] {
             assert_eq!(category(line).as_deref(), Some(want), "{line}");
         }

@@ -205,7 +205,38 @@ pub fn refine(line: &str) -> Option<Refined> {
     }
     library_status(line)
         .map(Refined::LibraryStatus)
+        .or_else(|| hip_name(line).map(Refined::Error))
         .or_else(|| driver_code(line).map(Refined::Error))
+}
+
+/// The catalog row of a HIP error name on `line`. HIP's `hipError_t` names are the runtime's
+/// `cudaError…` names with `hip` for `cuda` (`hipErrorInvalidDeviceFunction`), or the driver
+/// API's in CamelCase where the two APIs differ (`hipErrorOutOfMemory`, `hipErrorInvalidHandle`;
+/// hip_runtime_api.h), so both spellings are derived from the catalog rather than listed.
+fn hip_name(line: &str) -> Option<&'static CudaError> {
+    const HEAD: &str = "hipError";
+    line.match_indices(HEAD).find_map(|(at, _)| {
+        if !word_bounded(line, at, at) {
+            return None;
+        }
+        let rest = &line[at + HEAD.len()..];
+        let len = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric())
+            .count();
+        let suffix = &rest[..len];
+        if suffix.is_empty() {
+            return None;
+        }
+        errors().iter().find(|e| {
+            e.runtime_name.strip_prefix("cudaError") == Some(suffix)
+                || e.driver_name.is_some_and(|d| {
+                    driver_short_forms(d)
+                        .iter()
+                        .any(|f| f.strip_prefix("Error") == Some(suffix))
+                })
+        })
+    })
 }
 
 /// The error of a driver API call that a binding reports by its `CUresult` value: Numba's
@@ -456,6 +487,12 @@ mod tests {
             ("CUDA error: capturing stream has unjoined work", "stream_capture_invalid_use"),
             ("RuntimeError: CUDA error: unspecified launch failure in prior launch", "unspecified_launch_failure"),
             ("CUDA_ERROR_TENSOR_MEMORY_LEAK", "tensor_memory_leak"),
+            // ROCm: the runtime's message after PyTorch's hipified prefix, and HIP's own names.
+            ("RuntimeError: HIP error: invalid device function", "invalid_device_function"),
+            ("hipErrorInvalidDeviceFunction", "invalid_device_function"),
+            ("what():  hipErrorIllegalAddress: an illegal memory access", "illegal_memory_access"),
+            ("failed with hipErrorOutOfMemory", "cuda_oom"),
+            ("hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", "no_kernel_image"),
         ] {
             assert_eq!(category(line).as_deref(), Some(want), "{line}");
         }
@@ -520,6 +557,8 @@ mod tests {
             "MYCUFFT_THING",
             "CUFFT_",
             "CUBLAS_STATUS_",
+            "hipErrorSomethingNew",
+            "myhipErrorInvalidDeviceFunction",
         ] {
             assert_eq!(refine(line), None, "{line}");
         }

@@ -966,6 +966,34 @@ mod tests {
     }
 
     #[test]
+    fn round_eleven_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            // TensorFlow's stream executor, CUDA and ROCm builds.
+            ("E tensorflow/stream_executor/rocm/rocm_driver.cc:600] failed to allocate 890.06M (933298432 bytes) from device: HIP_ERROR_OutOfMemory", Kind::Oom, "cuda_oom"),
+            ("mnist.py: failed to allocate 8.00G from device: hipError_t(1002)", Kind::Oom, "cuda_oom"),
+            // PyTorch's hipified checks and HIP's names.
+            ("RuntimeError: HIP error: invalid device function", Kind::CudaError, "invalid_device_function"),
+            ("RuntimeError: HIP error: out of memory", Kind::Oom, "cuda_oom"),
+            ("terminate called after throwing an instance of 'std::runtime_error' what(): hipErrorInvalidDeviceFunction", Kind::CudaError, "invalid_device_function"),
+            ("hipMalloc failed: hipErrorOutOfMemory", Kind::Oom, "cuda_oom"),
+            // CUDA.jl's exception in device code, older and newer wording.
+            ("ERROR: a exception was thrown during kernel execution.", Kind::DeviceAssert, "unknown"),
+            ("ERROR: LoadError: KernelException: exception thrown during kernel execution on device NVIDIA A100-SXM4-80GB", Kind::DeviceAssert, "unknown"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // An allocator's words without TensorFlow's device clause.
+            "WARNING: failed to allocate 64 MiB for the page cache, retrying with 32 MiB",
+            "HIP error: see the troubleshooting guide",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+    }
+
+    #[test]
     fn non_finite_spellings_of_other_runtimes_open_an_incident() {
         let d = DetectorSet::builtin();
         for line in [

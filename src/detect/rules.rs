@@ -168,6 +168,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "device-side assert triggered",
             "cudaErrorAssert",
             "CUDA_ERROR_ASSERT",
+            // Julia's CUDA.jl: an exception thrown in device code (a bounds check, a `throw`)
+            // surfaces on the host as `KernelException`, "exception thrown during kernel
+            // execution on device …", worded "a exception was thrown during kernel execution" in
+            // older releases (src/compiler/exceptions.jl, `Base.showerror`).
+            "exception thrown during kernel execution",
+            "exception was thrown during kernel execution",
         ],
         kind: Kind::DeviceAssert,
         category: "unknown",
@@ -692,6 +698,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // `BFCArena::AllocateRawInternal`): "Failed to allocate memory for requested buffer of
             // size N", behind "Non-zero status code returned while running <Op> node".
             "Failed to allocate memory for requested buffer of size",
+            // ROCm builds: HIP's `hipErrorOutOfMemory` name (hip_runtime_api.h). PyTorch's
+            // hipified "HIP error: out of memory" is the runtime-text row's.
+            "hipErrorOutOfMemory",
         ],
         kind: Kind::Oom,
         category: "cuda_oom",
@@ -713,6 +722,22 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: OOM_HINT,
         priority: MID,
         requires_any: &["storage_manager"],
+        refines: &[],
+    },
+    HeadlineRule {
+        // TensorFlow's stream executor when the device allocation itself fails: "failed to
+        // allocate 890.06M (933298432 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of
+        // memory" (stream_executor/cuda/cuda_driver.cc; the ROCm build's rocm_driver.cc prints
+        // `HIP_ERROR_OutOfMemory` or a bare `hipError_t(N)` there). The words "failed to
+        // allocate" alone are any allocator's, so the device clause must follow.
+        name: "tf_device_alloc_failed",
+        literals: &["failed to allocate"],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: OOM_HINT,
+        priority: MID,
+        requires_any: &[" from device: "],
         refines: &[],
     },
     HeadlineRule {
@@ -743,7 +768,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         blame: Blame::Application,
         hint: OOM_HINT,
         priority: MID,
-        requires_any: &["cuda", "CUDA", "Cuda", "cuMem", "GPU"],
+        requires_any: &["cuda", "CUDA", "Cuda", "cuMem", "GPU", "HIP error"],
         refines: &[],
     },
     HeadlineRule {
@@ -802,6 +827,14 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // UNKNOWN_CUDA_ERROR" (numba/cuda/cudadrv/driver.py, `_check_error`): the code is
             // the driver API's `CUresult`, which `cuda_catalog` reads when no name is known.
             "CudaAPIError: [",
+            // ROCm: HIP's `hipError…` names mirror the runtime's `cudaError…` ones, and
+            // PyTorch's hipified checks print "HIP error: <hipGetErrorString>" (with "HIP kernel
+            // errors might be asynchronously reported …"); `cuda_catalog` refines both. The bare
+            // "HIP error: " prefix would need a gate anchor of its own, so it is keyed with the
+            // runtime's many "invalid …" messages (device function, argument, device ordinal,
+            // resource handle …); out of memory, illegal access and device asserts have rows.
+            "hipError",
+            "HIP error: invalid",
         ],
         kind: Kind::CudaError,
         category: "unknown",

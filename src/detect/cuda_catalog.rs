@@ -136,7 +136,24 @@ fn catalog() -> &'static Catalog {
                 pats.push(p.to_owned());
                 owner.push(i);
             }
-            for p in e.driver_name.into_iter().flat_map(driver_short_forms) {
+            let short = e.driver_name.map(driver_short_forms).unwrap_or_default();
+            // HIP's `hipError_t` names are the runtime's `cudaError…` names with `hip` for
+            // `cuda` (`hipErrorInvalidDeviceFunction`), or the driver API's in CamelCase where
+            // the two APIs differ (`hipErrorOutOfMemory`, `hipErrorInvalidHandle`;
+            // hip_runtime_api.h): both spellings are derived here rather than listed.
+            let hip = e
+                .runtime_name
+                .strip_prefix("cuda")
+                .into_iter()
+                .chain(
+                    short
+                        .iter()
+                        .map(String::as_str)
+                        .filter(|f| f.starts_with("Error")),
+                )
+                .map(|tail| format!("hip{tail}"))
+                .collect::<Vec<_>>();
+            for p in short.iter().cloned().chain(hip) {
                 pats.push(p);
                 owner.push(i);
             }
@@ -205,38 +222,7 @@ pub fn refine(line: &str) -> Option<Refined> {
     }
     library_status(line)
         .map(Refined::LibraryStatus)
-        .or_else(|| hip_name(line).map(Refined::Error))
         .or_else(|| driver_code(line).map(Refined::Error))
-}
-
-/// The catalog row of a HIP error name on `line`. HIP's `hipError_t` names are the runtime's
-/// `cudaError…` names with `hip` for `cuda` (`hipErrorInvalidDeviceFunction`), or the driver
-/// API's in CamelCase where the two APIs differ (`hipErrorOutOfMemory`, `hipErrorInvalidHandle`;
-/// hip_runtime_api.h), so both spellings are derived from the catalog rather than listed.
-fn hip_name(line: &str) -> Option<&'static CudaError> {
-    const HEAD: &str = "hipError";
-    line.match_indices(HEAD).find_map(|(at, _)| {
-        if !word_bounded(line, at, at) {
-            return None;
-        }
-        let rest = &line[at + HEAD.len()..];
-        let len = rest
-            .bytes()
-            .take_while(|b| b.is_ascii_alphanumeric())
-            .count();
-        let suffix = &rest[..len];
-        if suffix.is_empty() {
-            return None;
-        }
-        errors().iter().find(|e| {
-            e.runtime_name.strip_prefix("cudaError") == Some(suffix)
-                || e.driver_name.is_some_and(|d| {
-                    driver_short_forms(d)
-                        .iter()
-                        .any(|f| f.strip_prefix("Error") == Some(suffix))
-                })
-        })
-    })
 }
 
 /// The error of a driver API call that a binding reports by its `CUresult` value: Numba's
@@ -507,19 +493,23 @@ mod tests {
             needle in proptest::sample::select(vec![
                 "invalid device function", "cudaErrorInvalidDevice", "CUDA_ERROR_UNKNOWN",
                 "CUSOLVER_STATUS_", "CUFFT_X", "CUBLAS_STATUS_É", "no CUDA-capable device is detected",
-                "Illegal address", "LAUNCH_FAILED",
+                "Illegal address", "LAUNCH_FAILED", "hipErrorInvalidDeviceFunction",
+                "hipErrorOutOfMemory",
             ]),
             tail in "\\PC{0,60}",
         ) {
             let line = format!("{head}{needle}{tail}");
             match refine(&line) {
-                Some(Refined::Error(e)) => proptest::prop_assert!(
-                    line.contains(e.message)
+                Some(Refined::Error(e)) => {
+                    let hip = |tail: &str| line.contains(&format!("hip{tail}"));
+                    let named = line.contains(e.message)
                         || line.contains(e.runtime_name)
                         || e.driver_name.is_some_and(|d| line.contains(d))
-                        || e.driver_name.is_some_and(|d| driver_short_forms(d).iter().any(|f| line.contains(f.as_str())))
-                        || FRAMEWORK_WORDINGS.iter().any(|(w, n)| *n == e.runtime_name && line.contains(w))
-                ),
+                        || e.driver_name.is_some_and(|d| driver_short_forms(d).iter().any(|f| line.contains(f.as_str()) || hip(f)))
+                        || e.runtime_name.strip_prefix("cuda").is_some_and(hip)
+                        || FRAMEWORK_WORDINGS.iter().any(|(w, n)| *n == e.runtime_name && line.contains(w));
+                    proptest::prop_assert!(named, "{} from {line:?}", e.runtime_name);
+                }
                 Some(Refined::LibraryStatus(c)) => {
                     let status = c.split_once('_').map_or("", |(_, s)| s).to_ascii_uppercase();
                     proptest::prop_assert!(line.contains(&status), "{c} from {line:?}");

@@ -106,10 +106,15 @@ pub fn match_key(expression: &str) -> String {
 /// The catalog site an expression (as printed, however pasted) comes from. Among sites whose
 /// expressions match, the exact spelling wins over one that only matches [`match_key`] (`input`
 /// and `*input` differ only by a character Markdown may eat), and a site in `kernel_file` (a
-/// basename) over others; failing both, the first one, provided all of them agree on the family.
+/// basename) over others; failing both, the first one, provided all of them agree on the family
+/// and the expression is long enough to name a site on its own: `0`, `false` or `index >= 0`
+/// are asserted in many kernels, PyTorch's and others', and only their file tells them apart.
 pub fn site_for(expression: &str, kernel_file: Option<&str>) -> Option<&'static Site> {
+    /// The shortest key (see [`match_key`]) trusted without the site's own file.
+    const DISTINCTIVE_KEY_LEN: usize = 10;
     let c = catalog();
-    let idx = c.by_key.get(&match_key(expression))?;
+    let key = match_key(expression);
+    let idx = c.by_key.get(&key)?;
     let matched: Vec<&'static Site> = idx.iter().filter_map(|&i| c.sites.get(i)).collect();
     let exact: Vec<&'static Site> = matched
         .iter()
@@ -121,6 +126,9 @@ pub fn site_for(expression: &str, kernel_file: Option<&str>) -> Option<&'static 
         if let Some(s) = candidates.iter().find(|s| s.kernel_file == file) {
             return Some(s);
         }
+    }
+    if key.len() < DISTINCTIVE_KEY_LEN {
+        return None;
     }
     let first = *candidates.first()?;
     candidates
@@ -200,6 +208,18 @@ mod tests {
     fn generic_expressions_need_their_file() {
         // `false` is asserted in sort and reduction kernels alike.
         assert!(site_for("false", None).is_none());
+        // One catalogued site asserts `0` (a CUTLASS header); a Triton or user kernel's
+        // `assert 0` is not that site.
+        assert!(site_for("0", Some("kernel.py")).is_none());
+        assert_eq!(
+            site_for("0", Some("mma_tensorop_compute_B_with_f16.h")).map(|s| s.family),
+            Some("kernel_internal")
+        );
+        // Long enough to name its site in any file spelling.
+        assert_eq!(
+            site_for("t >= 0 && t < n_classes", Some("Loss.cuh")).map(|s| s.family),
+            Some("nll_target_out_of_range")
+        );
         assert_eq!(
             site_for("false", Some("Reduce.cuh")).map(|s| s.family),
             Some("reduce_internal")
@@ -259,5 +279,80 @@ mod tests {
         ] {
             assert!(family(f).is_some_and(|x| !x.hint.is_empty()), "{f}");
         }
+    }
+
+    /// Sites the generator found in the released source trees (1.13, 2.6), as whole device
+    /// lines through the kernel-assert parser. Loss.cu's `CHECK_INDEX_IN_CLASS` macro prints
+    /// its caller's arguments, not its parameter names.
+    #[test]
+    fn released_trees_sites_reach_their_families() {
+        let cases = [
+            (
+                "Indexing.cu",
+                "indexSelectLargeIndex",
+                "idx >= -size && idx < size && \"index_select(): index out of bounds\"",
+                "embedding_index",
+            ),
+            (
+                "Loss.cu",
+                "nll_loss_backward_no_reduce_cuda_kernel",
+                "t < n_classes",
+                "nll_target_out_of_range",
+            ),
+            (
+                "Loss.cu",
+                "nll_loss_backward_reduce_cuda_kernel_2d",
+                "index >= 0",
+                "index_overflow",
+            ),
+            (
+                "Distributions.cu",
+                "operator()",
+                "lambda >= 0 && \"invalid Poisson rate, expected rate to be non-negative\"",
+                "poisson_invalid_rate",
+            ),
+            (
+                "EmbeddingBag.cu",
+                "embedding_bag_nbits_rowwise_offsets_kernel",
+                "input[emb] < numRows",
+                "embedding_bag_index",
+            ),
+            (
+                "TensorCompare.cu",
+                "_assert_async_cuda_kernel",
+                "input[0] != 0",
+                "async_assert",
+            ),
+            (
+                "reduction_template.cuh",
+                "reduce_kernel",
+                "output_vec_size == 1",
+                "reduce_internal",
+            ),
+            (
+                "MemoryAccess.cuh",
+                "operator()",
+                "iter.ninputs() == N",
+                "kernel_internal",
+            ),
+        ];
+        for (file, func, expr, want) in cases {
+            let line = format!(
+                "/pytorch/aten/src/ATen/native/cuda/{file}:123: {func}: block: [0,0,0], thread: [3,0,0] Assertion `{expr}` failed."
+            );
+            match crate::detect::kernel_assert::parse(&line) {
+                Some(crate::model::Evidence::KernelAssert {
+                    assertion,
+                    category,
+                    ..
+                }) => {
+                    assert_eq!(assertion, expr, "{line}");
+                    assert_eq!(category.as_ref(), want, "{line}");
+                }
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+        // `index >= 0` is asserted by two families: without its file it names neither.
+        assert!(site_for("index >= 0", None).is_none());
     }
 }

@@ -41,12 +41,14 @@ fn statement_start() -> &'static Regex {
 
 /// Code whatever it names: an exception clause (Python's `except …:`, the C-family
 /// `catch (…)`), a test of an exception's class (`isinstance(e, torch.cuda.OutOfMemoryError)`,
-/// `pytest.raises(…)`) or a preprocessor macro (`#define CUDA_CHECK(x) … cudaGetErrorString(e)`).
+/// `pytest.raises(…)`), a preprocessor macro (`#define CUDA_CHECK(x) … cudaGetErrorString(e)`)
+/// or a C-family line comment (`// CudaError - a Go version of the CUDA error state`): no
+/// program prints its output behind `//`.
 fn handler_clause() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"^(?:>>>\s|\.\.\.\s)?\s*(?:except\b[^#]*:\s*(?:#.*|pass\s*)?$|(?:\}\s*)?catch\s*\(|#\s*define\s+\w)|\b(?:isinstance|issubclass|pytest\.raises|assertRaises\w*)\s*\(",
+        r"^(?:>>>\s|\.\.\.\s)?\s*(?:except\b[^#]*:\s*(?:#.*|pass\s*)?$|(?:\}\s*)?catch\s*\(|#\s*define\s+\w|//)|\b(?:isinstance|issubclass|pytest\.raises|assertRaises\w*)\s*\(",
     )
 }
 

@@ -167,8 +167,11 @@ fn catalog() -> &'static Catalog {
         // Leftmost-longest: `cudaErrorInvalidDeviceFunction` rather than its prefix
         // `cudaErrorInvalidDevice`, "operation not permitted when stream is capturing" rather
         // than "operation not permitted".
+        // ASCII case aside: wrappers that print the runtime's message capitalise it ("[CUDA
+        // ERROR]: Too many resources requested for launch"); the names differ in more than case.
         let needles = AhoCorasickBuilder::new()
             .match_kind(MatchKind::LeftmostLongest)
+            .ascii_case_insensitive(true)
             .build(&pats);
         match needles {
             Ok(needles) => Catalog {
@@ -221,8 +224,37 @@ pub fn refine(line: &str) -> Option<Refined> {
         return Some(Refined::Error(&c.errors[c.owner[m.pattern().as_usize()]]));
     }
     library_status(line)
+        .or_else(|| cublas_code(line))
         .map(Refined::LibraryStatus)
         .or_else(|| driver_code(line).map(Refined::Error))
+}
+
+/// `cublasStatus_t` by value (cublas_api.h), for wrappers that print the number only.
+const CUBLAS_STATUS: [(u32, &str); 9] = [
+    (1, "not_initialized"),
+    (3, "alloc_failed"),
+    (7, "invalid_value"),
+    (8, "arch_mismatch"),
+    (11, "mapping_error"),
+    (13, "execution_failed"),
+    (14, "internal_error"),
+    (15, "not_supported"),
+    (16, "license_error"),
+];
+
+/// DeepSpeed's cuBLAS wrappers print the status as a number: "!!!! kernel execution error. (m:
+/// 1280, n: 3075, k: 5120, error: 13)" (csrc/includes/cublas_wrappers.h and its .cu).
+fn cublas_code(line: &str) -> Option<String> {
+    const HEAD: &str = "kernel execution error. (";
+    const CODE: &str = "error: ";
+    let rest = &line[line.find(HEAD)? + HEAD.len()..];
+    let rest = &rest[rest.find(CODE)? + CODE.len()..];
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let code: u32 = rest.get(..digits)?.parse().ok()?;
+    CUBLAS_STATUS
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map(|(_, s)| format!("cublas_{s}"))
 }
 
 /// The error of a driver API call that a binding reports by its `CUresult` value: Numba's

@@ -161,6 +161,11 @@ const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
         GRAD_HINT,
     ),
     ("NanLossDuringTrainingError", "non_finite_loss", LOSS_HINT),
+    // A trainer's `math.isfinite(loss)` check in words: 3DETR's "Loss in not finite. Training
+    // will be stopped." (main.py / engine.py, typo included, copied by the projects built on
+    // it) and the plain "Loss is not finite".
+    ("oss in not finite", "non_finite_loss", LOSS_HINT),
+    ("oss is not finite", "non_finite_loss", LOSS_HINT),
     // TensorFlow's clip_by_global_norm: "Found Inf or NaN global norm." (ops/clip_ops.py).
     ("Found Inf or NaN global norm", "nan_grad_norm", GRAD_HINT),
     // PyTorch Lightning's check after a step (`detect_anomaly` / terminate_on_nan): "Detected

@@ -168,12 +168,6 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "device-side assert triggered",
             "cudaErrorAssert",
             "CUDA_ERROR_ASSERT",
-            // Julia's CUDA.jl: an exception thrown in device code (a bounds check, a `throw`)
-            // surfaces on the host as `KernelException`, "exception thrown during kernel
-            // execution on device …", worded "a exception was thrown during kernel execution" in
-            // older releases (src/compiler/exceptions.jl, `Base.showerror`).
-            "exception thrown during kernel execution",
-            "exception was thrown during kernel execution",
         ],
         kind: Kind::DeviceAssert,
         category: "unknown",
@@ -184,6 +178,25 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &[],
         // cuda-gdb: CUDA_EXCEPTION_12 "Warp Assert" (see cuda_error_generic).
         refines: &["Warp Assert"],
+    },
+    HeadlineRule {
+        // Julia's CUDA.jl: an exception in device code (a bounds check, a type error, a `throw`).
+        // The device prints "ERROR: a <exception> was thrown during kernel execution." and
+        // "Run Julia on debug level 2 for device stack traces." (src/device/runtime.jl,
+        // `report_exception`; `<exception>` is the exception's name: "exception", "BoundsError",
+        // "type error" …), and the host raises `KernelException`: "exception thrown during kernel
+        // execution on device …" (src/compiler/exceptions.jl, `Base.showerror`).
+        name: "julia_kernel_exception",
+        literals: &["thrown during kernel execution"],
+        kind: Kind::DeviceAssert,
+        category: "kernel_exception",
+        blame: Blame::Application,
+        hint: "Julia code running on the GPU threw (a BoundsError, a type error, an explicit \
+               throw): rerun with `julia -g2` for the device stack trace, or run the kernel's \
+               code on the CPU (Array instead of CuArray) to get the exception itself.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
     },
     HeadlineRule {
         name: "cuda_illegal_address",
@@ -216,6 +229,26 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "Warp Illegal Address",
             "Warp Out-of-range Address",
         ],
+    },
+    HeadlineRule {
+        // ROCm's HSA runtime (ROCr) on a GPU page fault, before it aborts the process: "Memory
+        // access fault by GPU node-1 (Agent handle: 0x…) on address 0x…. Reason: Page not
+        // present or supervisor privilege." (ROCR-Runtime, core/runtime/runtime.cpp, its VM
+        // fault handler). Keyed on "on address " so that the gate's existing " address" anchor
+        // serves; the sentence's start must be on the line. HIP's `hipErrorIllegalAddress` is
+        // the CUDA catalog's.
+        name: "rocr_memory_access_fault",
+        literals: &["on address "],
+        kind: Kind::CudaError,
+        category: "illegal_memory_access",
+        blame: Blame::Application,
+        hint: "A GPU kernel read or wrote an unmapped or read-only page (ROCm's page fault): a \
+               custom/extension kernel or an index bug. Rerun with AMD_SERIALIZE_KERNEL=3 and \
+               HIP_LAUNCH_BLOCKING=1 to find the kernel; if it repeats on one GPU only, suspect \
+               the GPU.",
+        priority: HIGH,
+        requires_any: &["Memory access fault by GPU"],
+        refines: &[],
     },
     HeadlineRule {
         name: "cuda_misaligned_address",
@@ -701,6 +734,18 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // ROCm builds: HIP's `hipErrorOutOfMemory` name (hip_runtime_api.h). PyTorch's
             // hipified "HIP error: out of memory" is the runtime-text row's.
             "hipErrorOutOfMemory",
+            // MATLAB's Parallel Computing Toolbox (MatConvNet and other GPU code in MATLAB): "Out
+            // of memory on device. To view more detail about available memory on the GPU, use
+            // 'gpuDevice()'. If the problem persists, reset the GPU by calling 'gpuDevice(1)'."
+            "Out of memory on device",
+            // Darknet (src/cuda.c, `cuda_make_array`): "Cuda malloc failed" when cudaMalloc
+            // returned no buffer.
+            "Cuda malloc failed",
+            // vLLM's start-up check (vllm/v1/worker/gpu_worker.py, `init_device`): "ValueError:
+            // Free memory on device (3.22/4.0 GiB) on startup is less than desired GPU memory
+            // utilization (0.9, 3.6 GiB). Decrease GPU memory utilization or reduce GPU memory
+            // used by other processes."
+            "on startup is less than desired GPU memory utilization",
         ],
         kind: Kind::Oom,
         category: "cuda_oom",
@@ -762,7 +807,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // %d at %s:%d: %s" (CUDA_CHECK macros). The phrase alone is everyday English and the
         // kernel's OOM killer's, so the line must also name CUDA or the GPU.
         name: "cuda_oom_runtime_text",
-        literals: &["out of memory"],
+        // Capitalised where a wrapper starts its message with it ("CUDA Error: Out of memory");
+        // mid-sentence ("what to do with CUDA Out of memory errors") it is someone's prose.
+        literals: &["out of memory", ": Out of memory"],
         kind: Kind::Oom,
         category: "cuda_oom",
         blame: Blame::Application,
@@ -827,14 +874,21 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // UNKNOWN_CUDA_ERROR" (numba/cuda/cudadrv/driver.py, `_check_error`): the code is
             // the driver API's `CUresult`, which `cuda_catalog` reads when no name is known.
             "CudaAPIError: [",
+            // DeepSpeed's cuBLAS wrappers (csrc/includes/cublas_wrappers.h, cublas_gemm_ex and
+            // friends): "!!!! kernel execution error. (m: 1280, n: 3075, k: 5120, error: 13)",
+            // the value a `cublasStatus_t` (`cuda_catalog` names it).
+            "kernel execution error. (",
+            // Wrappers that print the runtime's message in capitals ("[CUDA ERROR]: Too many
+            // resources requested for launch"); `cuda_catalog` reads the message in any case.
+            "CUDA ERROR",
             // ROCm: HIP's `hipError…` names mirror the runtime's `cudaError…` ones, and
             // PyTorch's hipified checks print "HIP error: <hipGetErrorString>" (with "HIP kernel
-            // errors might be asynchronously reported …"); `cuda_catalog` refines both. The bare
-            // "HIP error: " prefix would need a gate anchor of its own, so it is keyed with the
-            // runtime's many "invalid …" messages (device function, argument, device ordinal,
-            // resource handle …); out of memory, illegal access and device asserts have rows.
+            // errors might be asynchronously reported …"); `cuda_catalog` refines both, as it
+            // does CUDA's ("the operation cannot be performed in the present state" is HIP's
+            // text for hipErrorIllegalState too). Out of memory, illegal access and device
+            // asserts have rows of their own.
             "hipError",
-            "HIP error: invalid",
+            "HIP error: ",
         ],
         kind: Kind::CudaError,
         category: "unknown",
@@ -1116,12 +1170,17 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // failed with error Cannot allocate memory", "Call to ibv_modify_qp failed with 110
         // Connection timed out, …", "Call to ibv_create_qp failed" (src/misc/ibvwrap.cc), each
         // followed by ncclSystemError. Calls made while probing devices at start-up
-        // (ibv_open_device, ibv_fork_init) are left out: NCCL warns and goes on without them.
+        // (ibv_open_device, ibv_fork_init, ibv_query_*) and the optional ECE calls are left out:
+        // NCCL warns and goes on without them. The rest follow the wrappers of ibvwrap.cc that
+        // return ncclSystemError on the data path (memory registration, queue pairs, completion
+        // queues, protection domains).
         name: "nccl_ib_verbs_failed",
         // Keyed on "<call> failed", which the gate's ` failed` anchor covers.
         literals: &[
             "ibv_reg_mr failed",
+            "ibv_reg_mr_iova2 failed",
             "ibv_reg_dmabuf_mr failed",
+            "ibv_dereg_mr failed",
             "ibv_modify_qp failed",
             "ibv_create_qp failed",
             "ibv_create_cq failed",
@@ -1190,8 +1249,6 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "has failed to connect to any network address",
             "The client socket has timed out after",
-            "has failed to listen on any local network address",
-            "seconds waiting for clients",
             // PyTorch 1.x's c10d TCPStore client ("RuntimeError: Socket Timeout").
             "Socket Timeout",
             // init_process_group's barrier over the store: "Timed out initializing process group
@@ -1210,6 +1267,65 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                died, has not started, or MASTER_ADDR/MASTER_PORT, DNS or a firewall is wrong; \
                check the rank that hosts the store first.",
         priority: MID,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // The store's server could not take its port (torch/csrc/distributed/c10d/socket.cpp):
+        // "The server socket has failed to listen on any local network address. The server
+        // socket has failed to bind to [::]:29500 (errno: 98 - Address already in use)."
+        name: "c10d_store_bind_failed",
+        literals: &[
+            "has failed to listen on any local network address",
+            "The server socket has failed to bind to",
+        ],
+        kind: Kind::NcclError,
+        category: "c10d_store_bind_failed",
+        blame: Blame::Unknown,
+        hint: "The c10d TCPStore could not listen on MASTER_PORT on the rank-0 host: another \
+               process holds the port (a leftover run, or two jobs with the same MASTER_PORT on \
+               one node). Pick a free port (torchrun --master-port, or --rdzv-endpoint \
+               host:0 with c10d rendezvous) or end the stale process.",
+        // Above `c10d_store_connect_failed`, whose exception class may head the same line.
+        priority: MID + 1,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // The store's server waited for every rank to connect (TCPStore.cpp, the server side of
+        // `TCPStore::waitForWorkers`): "Timed out after 901 seconds waiting for clients. 1/2
+        // clients joined."
+        name: "c10d_store_wait_clients_timeout",
+        literals: &["seconds waiting for clients"],
+        kind: Kind::NcclError,
+        category: "c10d_store_wait_clients_timeout",
+        blame: Blame::Unknown,
+        hint: "The rank-0 TCPStore waited for all ranks and some never connected: they did not \
+               start (a failed node, a scheduler that started fewer processes than \
+               WORLD_SIZE), or cannot reach MASTER_ADDR:MASTER_PORT. Compare the clients that \
+               joined with the world size, and check the missing ranks' own logs.",
+        priority: MID + 1,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // A store client lost its connection mid-run (TCPStore.cpp's `receiveValue`: "[c10d]
+        // recvValue failed on SocketImpl(fd=76, addr=…, remote=…:29500): Connection reset by
+        // peer", or c10d's Utils.hpp "Failed to recv, got 0 bytes. Connection was likely closed.
+        // Did the remote server shutdown or crash?"): the store's host process is gone.
+        name: "c10d_store_recv_failed",
+        literals: &[
+            "recvValue failed on",
+            "Connection was likely closed. Did the remote server shutdown or crash",
+        ],
+        kind: Kind::NcclError,
+        category: "c10d_store_recv_failed",
+        blame: Blame::Unknown,
+        hint: "A rank lost its connection to the job's c10d TCPStore: the process that hosts it \
+               (rank 0, or torchrun's agent) exited or crashed, usually first. Find that \
+               process's own error; if it is still alive, check the network between the hosts.",
+        // Above `nccl_peer_connection_closed`, whose socket error ends the same line.
+        priority: MID + 2,
         requires_any: &[],
         refines: &[],
     },
@@ -1397,6 +1513,8 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     "为 nan",
     "是 nan",
     "NanLossDuringTrainingError",
+    "oss in not finite",
+    "oss is not finite",
     "Tensor had NaN values",
     "Tensor had Inf values",
     "found NaN in local",

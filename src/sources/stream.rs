@@ -234,6 +234,12 @@ fn best_join(
     if !det.has_detail_literal(text) && !cut_at_break() {
         return None;
     }
+    // A line whose literal its own shape puts in code or a definition (a row of an error table)
+    // stays ruled out: a neighbour glued on would only move the literal away from the start
+    // that showed it. A literal the break cut is read joined, as ever.
+    if alone.is_none() && det.holds_error_in_code(text) && !cut_at_break() {
+        return None;
+    }
     let floor_line = alone.map_or(0, score);
     let floor_next = next.map_or(0, strength);
     let floor_prevs: Vec<u16> = prevs.iter().map(|p| strength(p)).collect();
@@ -1055,6 +1061,15 @@ mod first_line {
             ("### \"THCudaCheck FAIL file=/src/THC/THCGeneral.c line=70 error=2 : out of memory\"\n", 1),
             ("# APP : FATAL : Cuda driver error 700 : CUDA_ERROR_ILLEGAL_ADDRESS : an illegal memory access was encountered\n", 1),
         ]);
+    }
+
+    /// Rows of an error table are ruled out one by one; gluing a long row to the next must not
+    /// read the next row's error name as a report (`every_wrap_width_keeps_kind_and_family` keeps
+    /// literals that a wrap did cut).
+    #[test]
+    fn a_ruled_out_line_is_not_read_again_joined() {
+        let table = "| cudaErrorMissingConfiguration | 1 | The device function being invoked (usually via cudaLaunch()) was not previously configured via the cudaConfigureCall() function. |\n| cudaErrorMemoryAllocation | 2 |\tThe API call failed because it was unable to allocate enough memory to perform the requested operation. |\n";
+        assert_counts(&[(table, 0)]);
     }
 
     /// A guide's example that spans lines is one quotation, up to the blank line; a line with a

@@ -240,32 +240,26 @@ def from_git(gitdir, rev):
     return found
 
 
-def from_tree(root):
-
-    found = []
-    for sub in PATHS:
-        top = os.path.join(root, sub)
-        for dirpath, dirnames, filenames in os.walk(top):
-            dirnames.sort()
-            for name in sorted(filenames):
-                if not re.search(r"\.(cu|cuh|h|hpp)$", name):
-                    continue
-                with open(os.path.join(dirpath, name), encoding="utf-8", errors="replace") as f:
-                    text = f.read()
-                if "assert" not in text and "CUDA_KERNEL_ASSERT" not in text:
-                    continue
-                for expr in sites_in(text):
-                    found.append((name, expr))
-    for sub in ASYNC_PATHS:
+def tree_files(root, subdirs, suffix_re):
+    """(basename, text) of each file under root/subdir whose name matches suffix_re, in a
+    stable order."""
+    for sub in subdirs:
         for dirpath, dirnames, filenames in os.walk(os.path.join(root, sub)):
             dirnames.sort()
             for name in sorted(filenames):
-                if not re.search(r"\.(cpp|cu)$", name):
-                    continue
-                with open(os.path.join(dirpath, name), encoding="utf-8", errors="replace") as f:
-                    text = f.read()
-                if "_assert_async" in text:
-                    found.extend(async_sites_in(text))
+                if re.search(suffix_re, name):
+                    with open(os.path.join(dirpath, name), encoding="utf-8", errors="replace") as f:
+                        yield name, f.read()
+
+
+def from_tree(root):
+    found = []
+    for name, text in tree_files(root, PATHS, r"\.(cu|cuh|h|hpp)$"):
+        if "assert" in text or "CUDA_KERNEL_ASSERT" in text:
+            found.extend((name, expr) for expr in sites_in(text))
+    for _, text in tree_files(root, ASYNC_PATHS, r"\.(cpp|cu)$"):
+        if "_assert_async" in text:
+            found.extend(async_sites_in(text))
     return found
 
 

@@ -283,40 +283,44 @@ impl DetectorSet {
         self.gate.is_match(line)
     }
 
-    /// Returns the evidence `line` carries, if any.
-    /// The kinds of the errors `line` names in passing: a sentence that quotes or explains an
-    /// error's text without reporting it (`detect::prose`). Empty when it names none, or reports
-    /// one.
+    /// The headline rules whose literals `line` holds, each with where its literal matched.
+    fn headline_hits(&self, line: &str) -> Vec<(usize, std::ops::Range<usize>)> {
+        self.detail
+            .find_overlapping_iter(line)
+            .filter_map(|m| match self.owners[m.pattern().as_usize()] {
+                Owner::Headline(i) => Some((i, m.range())),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Does `line` hold a headline literal inside code or a definition (a row of an error table,
     /// an enum value, a statement that tests for the text)? A hard wrap's join must not give such
     /// a line a second reading unless a literal spans the break. (A sentence is different: the
     /// line before may hold its start, "I got error", so prose is judged joined as well.)
     pub fn holds_error_in_code(&self, line: &str) -> bool {
-        let hits: Vec<std::ops::Range<usize>> = self
-            .detail
-            .find_overlapping_iter(line)
-            .filter(|m| matches!(self.owners[m.pattern().as_usize()], Owner::Headline(_)))
-            .map(|m| m.range())
+        let hits: Vec<_> = self
+            .headline_hits(line)
+            .into_iter()
+            .map(|(_, r)| r)
             .collect();
         !hits.is_empty() && code::holds_error_in_code(line, &hits)
     }
 
+    /// The kinds of the errors `line` names in passing: a sentence that quotes or explains an
+    /// error's text without reporting it (`detect::prose`). Empty when it names none, or reports
+    /// one.
     pub fn kinds_named_in_passing(&self, line: &str) -> Vec<Kind> {
-        let mut hits = Vec::new();
-        let mut kinds = Vec::new();
-        for m in self.detail.find_overlapping_iter(line) {
-            if let Owner::Headline(i) = self.owners[m.pattern().as_usize()] {
-                hits.push(m.range());
-                kinds.push(HEADLINE_RULES[i].kind);
-            }
-        }
+        let (rules, hits): (Vec<usize>, Vec<_>) = self.headline_hits(line).into_iter().unzip();
         if hits.is_empty() || !prose::names_error_in_passing(line, &hits) {
             return Vec::new();
         }
+        let mut kinds: Vec<Kind> = rules.iter().map(|&i| HEADLINE_RULES[i].kind).collect();
         kinds.dedup();
         kinds
     }
 
+    /// Returns the evidence `line` carries, if any.
     pub fn inspect(&self, line: &str) -> Option<Evidence> {
         self.inspect_line(line)
             .or_else(|| self.inspect_line(&without_output_tags(line)?))
@@ -483,7 +487,6 @@ fn without_output_tags(line: &str) -> Option<String> {
         .then(|| r.replace_all(line, "").into_owned())
 }
 
-/// The families of a connection attempt, which a retry notice does not report.
 /// Is `line[hit]` a CUDA or HIP error *type* name rather than a value of it: `cudaError` or
 /// `hipError` not continued by a value's name (`cudaErrorIllegalAddress`), or followed by `_t`?
 fn type_name_alone(line: &str, hit: std::ops::Range<usize>) -> bool {
@@ -501,6 +504,7 @@ fn type_name_alone(line: &str, hit: std::ops::Range<usize>) -> bool {
     ident_len == 0 || &rest[..ident_len] == "_t"
 }
 
+/// The families of a connection attempt, which a retry notice does not report.
 const CONNECT_FAMILIES: [&str; 2] = ["nccl_connection_refused", "c10d_store_connect_failed"];
 
 /// Does `line` end by saying the attempt it reports is being retried ("…, retrying...", "…, will

@@ -207,12 +207,20 @@ pub(super) fn headline(
     rule: &str,
     cx: &mut Cx<'_>,
 ) {
+    // A CUDA check that named no error (cutorch's "THCudaCheck FAIL file=… line=" whose "error=2
+    // : out of memory" a wrap moved to the next line, a "CUDA error: " whose message was cut)
+    // followed by an out-of-memory headline is one failure: the allocation the check saw fail.
+    let oom_of_generic_check = |o: &Open| {
+        o.inc.kind == Kind::CudaError && o.inc.category == "unknown" && kind == Kind::Oom
+    };
     let joins = st.open.as_ref().is_some_and(|o| {
-        o.inc.kind == kind
+        (o.inc.kind == kind
             && (o.headline_rule.is_none()
                 || o.headline_rule.as_deref() == Some(rule)
+                || o.inc.category == category
                 || category == "unknown"
-                || o.inc.category == "unknown")
+                || o.inc.category == "unknown"))
+            || oom_of_generic_check(o)
     });
     if joins {
         if let Some(o) = st.open.as_mut() {
@@ -228,7 +236,12 @@ pub(super) fn headline(
             o.inc.message = Some(truncate_utf8(f.text.trim(), cx.cfg.excerpt_line_bytes));
         }
         // A specific family refines a generic one ("CUDA error: …" → illegal address).
+        if oom_of_generic_check(o) {
+            o.inc.kind = kind;
+        }
         if o.inc.category == "unknown" && category != "unknown" && o.inc.kind == kind {
+            // The incident is now the specific family's: its further lines join it.
+            o.headline_rule = Some(rule.to_owned());
             o.inc.category = category.to_owned();
             o.inc.blame = blame;
             o.inc.hint = hint.to_owned();
@@ -712,6 +725,29 @@ mod tests {
             .filter(|u| u.closed)
             .map(|u| u.incident)
             .collect()
+    }
+
+    #[test]
+    fn a_generic_cuda_check_then_its_out_of_memory_is_one_oom_incident() {
+        // cutorch's check, hard-wrapped so that its error code went to the next line.
+        let text =
+            "THCudaCheck FAIL file=/home/u/torch/extra/cutorch/lib/THC/generic/THCStorage.cu line=
+66 error=2 : out of memory
+./networks/modules/SpatialConvolution1_fw.lua:19: cuda runtime error (2) : out of memory
+";
+        let incs = run(text);
+        assert_eq!(incs.len(), 1, "{incs:#?}");
+        assert_eq!(
+            (incs[0].kind, incs[0].category.as_str()),
+            (Kind::Oom, "cuda_oom")
+        );
+        // A named CUDA error stays its own incident before an out-of-memory.
+        let text = "RuntimeError: CUDA error: an illegal memory access was encountered
+RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB
+";
+        let incs = run(text);
+        assert_eq!(incs.len(), 2, "{incs:#?}");
+        assert_eq!(incs[0].category, "illegal_memory_access");
     }
 
     #[test]

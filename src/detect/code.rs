@@ -214,6 +214,27 @@ fn class_alone(line: &str) -> bool {
     .is_match(line)
 }
 
+/// One field of a struct, map or call whose whole value is a string literal, ending in the comma
+/// that separates it from the next: Go's and Rust's `input: "…",`, JavaScript's `message:
+/// '…',`, a keyword argument `msg="…",`. A test table or a fixture holds a kernel log line as
+/// data this way; a program prints neither the key nor the comma. (JSON's quoted keys are
+/// left to the other shapes: a pretty-printed log record is output.)
+pub fn string_field(line: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r#"^\s*(?P<key>[A-Za-z_]\w*)\s*[:=]\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')\s*,\s*$"#,
+    )
+    .captures(line)
+    // An exception's name before its quoted message is output (`KeyError: 'loss'`).
+    .and_then(|c| c.name("key"))
+    .is_some_and(|k| {
+        !["Error", "Exception", "Warning"]
+            .iter()
+            .any(|s| k.as_str().ends_with(s))
+    })
+}
+
 /// Several `key=value` pairs with no spaces around `=`, as logfmt output has
 /// (`time=… level=error msg="…"`): output of a program, not an assignment.
 fn logfmt(line: &str) -> bool {
@@ -623,6 +644,29 @@ mod tests {
             ("    return forward_call(*args, **kwargs)", "forward_call"),
         ] {
             assert!(!in_code(line, lit), "{line}");
+        }
+    }
+
+    #[test]
+    fn string_fields_of_code_are_data() {
+        for line in [
+            "\t\t\tinput:    \"[1.1] NVRM: Xid (PCI:0000:05:00): 79, pid='<unknown>', GPU has fallen off the bus.\",",
+            "    message: 'CUDA error: an illegal memory access was encountered',",
+            "        msg=\"RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\",",
+            "  line: \"with \\\"escaped\\\" quotes\" ,",
+        ] {
+            assert!(string_field(line), "{line}");
+        }
+        for line in [
+            // JSON's quoted key: a pretty-printed record is output.
+            "  \"message\": \"CUDA error: an illegal memory access was encountered\",",
+            // YAML, logfmt and a log line with a key: no closing comma.
+            "pattern: \"CUDA error\"",
+            "time=1 level=error msg=\"CUDA error: out of memory\"",
+            "RuntimeError: \"CUDA out of memory\",",
+            "[rank0]: error: \"CUDA error: misaligned address\", retrying",
+        ] {
+            assert!(!string_field(line), "{line}");
         }
     }
 

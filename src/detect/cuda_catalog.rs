@@ -224,13 +224,16 @@ pub fn refine(line: &str) -> Option<Refined> {
         return Some(Refined::Error(&c.errors[c.owner[m.pattern().as_usize()]]));
     }
     library_status(line)
-        .or_else(|| cublas_code(line))
+        .or_else(|| status_code(line))
         .map(Refined::LibraryStatus)
         .or_else(|| driver_code(line).map(Refined::Error))
 }
 
+/// A library's status enum: value and the status's name, lower-cased without its prefix.
+type StatusTable = &'static [(u32, &'static str)];
+
 /// `cublasStatus_t` by value (cublas_api.h), for wrappers that print the number only.
-const CUBLAS_STATUS: [(u32, &str); 9] = [
+const CUBLAS_STATUS: StatusTable = &[
     (1, "not_initialized"),
     (3, "alloc_failed"),
     (7, "invalid_value"),
@@ -242,19 +245,108 @@ const CUBLAS_STATUS: [(u32, &str); 9] = [
     (16, "license_error"),
 ];
 
-/// DeepSpeed's cuBLAS wrappers print the status as a number: "!!!! kernel execution error. (m:
-/// 1280, n: 3075, k: 5120, error: 13)" (csrc/includes/cublas_wrappers.h and its .cu).
-fn cublas_code(line: &str) -> Option<String> {
-    const HEAD: &str = "kernel execution error. (";
-    const CODE: &str = "error: ";
-    let rest = &line[line.find(HEAD)? + HEAD.len()..];
-    let rest = &rest[rest.find(CODE)? + CODE.len()..];
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    let code: u32 = rest.get(..digits)?.parse().ok()?;
-    CUBLAS_STATUS
+/// `cufftResult` by value (cufft.h).
+const CUFFT_RESULT: StatusTable = &[
+    (1, "invalid_plan"),
+    (2, "alloc_failed"),
+    (3, "invalid_type"),
+    (4, "invalid_value"),
+    (5, "internal_error"),
+    (6, "exec_failed"),
+    (7, "setup_failed"),
+    (8, "invalid_size"),
+    (9, "unaligned_data"),
+    (10, "incomplete_parameter_list"),
+    (11, "invalid_device"),
+    (12, "parse_error"),
+    (13, "no_workspace"),
+    (14, "not_implemented"),
+    (15, "license_error"),
+    (16, "not_supported"),
+];
+
+/// `cusolverStatus_t` by value (cusolver_common.h).
+const CUSOLVER_STATUS: StatusTable = &[
+    (1, "not_initialized"),
+    (2, "alloc_failed"),
+    (3, "invalid_value"),
+    (4, "arch_mismatch"),
+    (5, "mapping_error"),
+    (6, "execution_failed"),
+    (7, "internal_error"),
+    (8, "matrix_type_not_supported"),
+    (9, "not_supported"),
+    (10, "zero_pivot"),
+    (11, "invalid_license"),
+];
+
+/// `cusparseStatus_t` by value (cusparse.h).
+const CUSPARSE_STATUS: StatusTable = &[
+    (1, "not_initialized"),
+    (2, "alloc_failed"),
+    (3, "invalid_value"),
+    (4, "arch_mismatch"),
+    (5, "mapping_error"),
+    (6, "execution_failed"),
+    (7, "internal_error"),
+    (8, "matrix_type_not_supported"),
+    (9, "zero_pivot"),
+    (10, "not_supported"),
+    (11, "insufficient_resources"),
+];
+
+/// `curandStatus_t` by value (curand.h).
+const CURAND_STATUS: StatusTable = &[
+    (100, "version_mismatch"),
+    (101, "not_initialized"),
+    (102, "allocation_failed"),
+    (103, "type_error"),
+    (104, "out_of_range"),
+    (105, "length_not_multiple"),
+    (106, "double_precision_required"),
+    (201, "launch_failure"),
+    (202, "preexisting_failure"),
+    (203, "initialization_failed"),
+    (204, "arch_mismatch"),
+    (999, "internal_error"),
+];
+
+/// Wrappers that print a math library's status as a number, each with the text just before
+/// the number, the library's family prefix and its enum:
+/// - DeepSpeed's cuBLAS wrappers: "!!!! kernel execution error. (m: 1280, n: 3075, k: 5120,
+///   error: 13)" (csrc/includes/cublas_wrappers.h and its .cu);
+/// - PaddlePaddle's `PADDLE_ENFORCE_GPU_SUCCESS`: "CUBLAS error(13).", "CUFFT error(5).",
+///   "CUSOLVER error(7).", "CUSparse error(3).", "CURAND error(102)." (paddle/phi/core/
+///   enforce.h, `build_nvidia_error_msg`; the status's name follows on a `[Hint: …]` line only
+///   where Paddle's error table is installed). Its "CUDNN error(N), <name>." names the status.
+const STATUS_BY_CODE: &[(&str, &str, &str, StatusTable)] = &[
+    (
+        "kernel execution error. (",
+        "error: ",
+        "cublas_",
+        CUBLAS_STATUS,
+    ),
+    ("CUBLAS error(", "", "cublas_", CUBLAS_STATUS),
+    ("CUFFT error(", "", "cufft_", CUFFT_RESULT),
+    ("CUSOLVER error(", "", "cusolver_", CUSOLVER_STATUS),
+    ("CUSparse error(", "", "cusparse_", CUSPARSE_STATUS),
+    ("CURAND error(", "", "curand_", CURAND_STATUS),
+];
+
+/// The family of a math library status that `line` prints as a number (`STATUS_BY_CODE`).
+fn status_code(line: &str) -> Option<String> {
+    STATUS_BY_CODE
         .iter()
-        .find(|(c, _)| *c == code)
-        .map(|(_, s)| format!("cublas_{s}"))
+        .find_map(|(head, code_at, family, table)| {
+            let rest = &line[line.find(head)? + head.len()..];
+            let rest = &rest[rest.find(code_at)? + code_at.len()..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            let code: u32 = rest.get(..digits)?.parse().ok()?;
+            table
+                .iter()
+                .find(|(c, _)| *c == code)
+                .map(|(_, s)| format!("{family}{s}"))
+        })
 }
 
 /// The error of a driver API call that a binding reports by its `CUresult` value: Numba's
@@ -273,7 +365,14 @@ fn driver_code(line: &str) -> Option<&'static CudaError> {
 
 /// The category for a math library's status name on `line` (`CUSOLVER_STATUS_INTERNAL_ERROR` →
 /// `cusolver_internal_error`); the status must be at least two letters after the prefix.
+///
+/// A `…_SUCCESS` status is what a failed check expected, not what it got: TensorFlow's "Check
+/// failed: cusolverDnCreate(&cusolver_dn_handle) == CUSOLVER_STATUS_SUCCESS Failed to create
+/// cuSolverDN instance." (core/kernels/cuda_solvers.cc) names the call and not the status. Such
+/// a line is the library's handle creation failing (`cusolver_create_failed`) when it names a
+/// creation, and no family of its own otherwise.
 pub fn library_status(line: &str) -> Option<String> {
+    let mut expected_success = None;
     for (prefix, family) in LIBRARY_STATUS_PREFIXES {
         for (at, _) in line.match_indices(prefix) {
             if !word_bounded(line, at, at) {
@@ -285,12 +384,19 @@ pub fn library_status(line: &str) -> Option<String> {
                 .take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
                 .count();
             let status = rest[..len].trim_end_matches('_');
+            if status == "SUCCESS" {
+                expected_success.get_or_insert(family);
+                continue;
+            }
             if status.len() >= 2 && status.bytes().any(|b| b.is_ascii_uppercase()) {
                 return Some(format!("{family}{}", status.to_ascii_lowercase()));
             }
         }
     }
-    None
+    let family = expected_success?;
+    line.to_ascii_lowercase()
+        .contains("create")
+        .then(|| format!("{family}create_failed"))
 }
 
 /// Is `line[start..end]` not glued to a neighbouring identifier character? (A message inside a
@@ -498,6 +604,14 @@ mod tests {
             ("RuntimeError: cusolver error: CUSOLVER_STATUS_EXECUTION_FAILED, when calling `cusolverDnSgetrf( handle, m, n, dA, ldda, static_cast<float*>(dataPtr.get()), ipiv, info)`", "cusolver_execution_failed"),
             ("RuntimeError: cuFFT error: CUFFT_INTERNAL_ERROR", "cufft_internal_error"),
             ("RuntimeError: CUDA error: CUBLAS_STATUS_LICENSE_ERROR", "cublas_license_error"),
+            // A check that expected success names the call, not the status.
+            ("F tensorflow/core/kernels/cuda_solvers.cc:94] Check failed: cusolverDnCreate(&cusolver_dn_handle) == CUSOLVER_STATUS_SUCCESS Failed to create cuSolverDN instance.", "cusolver_create_failed"),
+            ("Check failed: cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS", "cublas_create_failed"),
+            // PaddlePaddle's numbered statuses.
+            ("OSError: (External) CUFFT error(5). ", "cufft_internal_error"),
+            ("ExternalError: CUBLAS error(13). ", "cublas_execution_failed"),
+            ("(External) CUSOLVER error(7). ", "cusolver_internal_error"),
+            ("(External) CURAND error(102). ", "curand_allocation_failed"),
             // Values the catalog gained from the runtime's own strings (CUDA 13.2).
             ("RuntimeError: CUDA error: MPS server is not ready to accept new MPS client requests", "mps_failure"),
             ("cudaErrorMpsClientTerminated: the MPS client has been terminated by the server", "mps_failure"),
@@ -580,6 +694,9 @@ mod tests {
             "CUFFT_",
             "CUBLAS_STATUS_",
             "hipErrorSomethingNew",
+            // A status that says the call succeeded, without a creation; a number no enum has.
+            "Check failed: status == CUBLAS_STATUS_SUCCESS",
+            "(External) CUFFT error(77). ",
             "myhipErrorInvalidDeviceFunction",
         ] {
             assert_eq!(refine(line), None, "{line}");

@@ -295,7 +295,8 @@ impl DetectorSet {
     }
 
     /// Does `line` hold a headline literal inside code or a definition (a row of an error table,
-    /// an enum value, a statement that tests for the text)? A hard wrap's join must not give such
+    /// an enum value, a statement that tests for the text), or any text as a field's string
+    /// value (`input: "… NVRM: Xid …",`)? A hard wrap's join must not give such
     /// a line a second reading unless a literal spans the break. (A sentence is different: the
     /// line before may hold its start, "I got error", so prose is judged joined as well.)
     pub fn holds_error_in_code(&self, line: &str) -> bool {
@@ -304,7 +305,7 @@ impl DetectorSet {
             .into_iter()
             .map(|(_, r)| r)
             .collect();
-        !hits.is_empty() && code::holds_error_in_code(line, &hits)
+        code::string_field(line) || (!hits.is_empty() && code::holds_error_in_code(line, &hits))
     }
 
     /// The kinds of the errors `line` names in passing: a sentence that quotes or explains an
@@ -347,6 +348,11 @@ impl DetectorSet {
             }
         }
         if flags == 0 && headlines.is_empty() && users.is_empty() {
+            return None;
+        }
+        // A kernel log line or an error held as a field's string value in code (a test table
+        // of a log parser) is data, not an event.
+        if code::string_field(line) {
             return None;
         }
         let has = |o: Owner| flags & flag(o) != 0;
@@ -405,8 +411,12 @@ impl DetectorSet {
         // access is not supported …'", "Call to connect returned Connection refused,
         // retrying"); its failures are WARN lines. Neither the NCCL rows nor the CUDA rows
         // that its CUDA text would match report such a line.
-        if line.contains("NCCL INFO") {
-            headlines.clear();
+        // The tag leads the message it tags: a sentence that quotes a message "from NCCL INFO"
+        // after it is not an INFO line.
+        if let Some(at) = line.find("NCCL INFO") {
+            if headline_hits.iter().all(|h| at < h.start) {
+                headlines.clear();
+            }
         }
         // A connection the runtime says it is retrying has not failed yet: c10d's "The server
         // socket on [host]:29501 is not yet listening (Error: 111 - Connection refused),
@@ -1043,6 +1053,8 @@ mod tests {
         let d = DetectorSet::builtin();
         for (line, kind, cat) in [
             ("Memory access fault by GPU node-1 (Agent handle: 0x556e9b7e3360) on address 0x7f52c3f5f000. Reason: Page not present or supervisor privilege.", Kind::CudaError, "illegal_memory_access"),
+            ("HW Exception by GPU node-1 (Agent handle: 0x1b0fc990) reason :GPU Hang", Kind::CudaError, "gpu_hang"),
+            ("HW Exception by GPU node-2 (Agent handle: 0x5631a2f0) reason :ECC", Kind::CudaError, "ecc_uncorrectable"),
             ("RuntimeError: HIP error: the operation cannot be performed in the present state", Kind::CudaError, "illegal_state"),
             ("ERROR: a BoundsError was thrown during kernel execution.", Kind::DeviceAssert, "kernel_exception"),
             ("# ERROR: a type error was thrown during kernel execution.", Kind::DeviceAssert, "kernel_exception"),
@@ -1089,6 +1101,54 @@ mod tests {
         ] {
             assert_eq!(d.inspect(line), None, "{line}");
         }
+    }
+
+    /// Round thirteen: ROCm's hardware exception, NVRTC, PaddlePaddle's numbered statuses and
+    /// allocator exception, Theano, TensorFlow 1.x, NCCL 1.x and RCCL, c10d's store, and the
+    /// shapes that hold an event's text as data.
+    #[test]
+    fn round_thirteen_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("HW Exception by GPU node-1 (Agent handle: 0x1b0fc990) reason :GPU Hang", Kind::CudaError, "gpu_hang"),
+            ("HW Exception by GPU node-2 (Agent handle: 0x5631a2f0) reason :ECC", Kind::CudaError, "ecc_uncorrectable"),
+            ("RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)", Kind::CudaError, "nvrtc_invalid_arch"),
+            ("RuntimeError: nvrtc compilation failed: ", Kind::CudaError, "nvrtc_compilation_failed"),
+            ("OSError: (External) CUFFT error(5). ", Kind::CudaError, "cufft_internal_error"),
+            ("F tensorflow/core/kernels/cuda_solvers.cc:94] Check failed: cusolverDnCreate(&cusolver_dn_handle) == CUSOLVER_STATUS_SUCCESS Failed to create cuSolverDN instance.", Kind::CudaError, "cusolver_create_failed"),
+            ("ERROR:Call to cuMemcpyHtoD results in CUDA_ERROR_INVALID_VALUE", Kind::CudaError, "invalid_value"),
+            ("W tensorflow/core/common_runtime/bfc_allocator.cc:271] Ran out of memory trying to allocate 220.5KiB.  See logs for memory state.", Kind::Oom, "cuda_oom"),
+            ("Error allocating 147865600 bytes of device memory (out of memory). Driver report 141447168 bytes free and 2147024896 bytes total ", Kind::Oom, "cuda_oom"),
+            ("terminate called after throwing an instance of 'paddle::memory::allocation::BadAlloc'", Kind::Oom, "cuda_oom"),
+            ("ERROR: ncclAllReduce failed: invalid data type", Kind::NcclError, "nccl_invalid_argument"),
+            ("ncclCommInitRank failed with error: NCCL error: internal error", Kind::NcclError, "nccl_internal_error"),
+            ("torch.distributed.DistBackendError: NCCL error in: /opt/conda/conda-bld/pytorch_1704987288773/work/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, internal error - please report this issue to t", Kind::NcclError, "nccl_internal_error"),
+            ("host:204802:204836 [1] /home/u/rccl/build/release/hipify/src/transport/p2p.cc:220 NCCL WARN hipIpcGetMemHandle failed : invalid argument", Kind::NcclError, "nccl_unhandled_cuda_error"),
+            ("\"Duplicate GPU detected : rank 1 and rank 0 both on CUDA device a4000\" from NCCL INFO.", Kind::NcclError, "nccl_invalid_usage"),
+            ("RuntimeError: connect() timed out. Original timeout was 60000 ms.", Kind::NcclError, "c10d_store_connect_failed"),
+            ("[rank8]:[W318 10:00:41.929037914 ProcessGroupNCCL.cpp:1771] [PG ID 0 PG GUID 0 Rank 8] Failed to check the \"should dump\" flag on TCPStore, (maybe TCPStore server has shut down too early), with error: Connection reset by peer", Kind::NcclError, "c10d_store_recv_failed"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // A log parser's test table: the kernel line is a field's value.
+            "\t\t\tinput:    \"[111111111.111] NVRM: Xid (PCI:0000:05:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\",",
+            "    message='CUDA error: an illegal memory access was encountered',",
+            // NCCL's INFO line leads what it tags.
+            "node1:123:456 [0] NCCL INFO Cuda failure 'peer access is not supported between these two devices'",
+            // A check that expected success, naming no creation.
+            "Check failed: status == CUBLAS_STATUS_SUCCESS",
+        ] {
+            assert!(
+                !matches!(d.inspect(line), Some(Evidence::Headline { category, .. }) if category != "unknown"),
+                "{line}"
+            );
+        }
+        assert_eq!(d.inspect("\t\t\tinput:    \"[111111111.111] NVRM: Xid (PCI:0000:05:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\","), None);
+        assert!(d.holds_error_in_code(
+            "\t\tinput: \"NVRM: Xid (PCI:0000:05:00): 79, GPU has fallen off the bus.\","
+        ));
     }
 
     #[test]

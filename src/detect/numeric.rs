@@ -35,6 +35,12 @@ struct Patterns {
     /// A loss scale printed as a metric: `loss_scale=0.062` (fairseq's progress line),
     /// `'loss_scale': 0.5` (metrics dicts).
     scale_metric: Regex,
+    /// "… or nan" right after an `inf` value: either of the two.
+    or_nan: Regex,
+    /// A YOLO trainer's progress row: `epoch/epochs`, the GPU memory in G, then the loss columns
+    /// (YOLOv5 train.py `('%10s' * 2 + '%10.4g' * 6) % (f'{epoch}/{epochs - 1}', mem, *mloss,
+    /// …)`; Ultralytics' `f"{self._get_memory():.3g}G"`), with a non-finite loss column.
+    yolo_row: Regex,
 }
 
 /// Keys whose non-finite value is an event: any key that ends in or contains `loss` (loss,
@@ -57,9 +63,10 @@ fn patterns() -> &'static Patterns {
         // BEiT/unilm) — or the reverse, `loss: nan (0.4012)`. A key may name its statistics
         // and print them as a tuple: `validation loss (min, avg, max): (inf, nan, -inf)`.
         // Fixed-width tables pad the key before its colon (`LOSS     :  nan`), and Chinese
-        // reports join key and value with a copula (`loss为 nan`, `grad_norm为 nan`).
+        // reports join key and value with a copula (`loss为 nan`, `grad_norm为 nan`), also after
+        // an adverb ("grad_norm总是nan", grad_norm is always nan).
         keyed: Regex::new(&format!(
-            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:[:=]|为|為|是|变成|變成)[ \t]{{0,16}}['"(]?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
+            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:(?:总|總|一直|都|还|還|又|全)?(?:为|為|是)|[:=]|变成|變成)[ \t]{{0,16}}['"(]?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
         ))
         .expect("static regex"),
         // Fixed-width formatters pad the value into a column (`loss        nan`); metric
@@ -98,6 +105,11 @@ fn patterns() -> &'static Patterns {
         .expect("static regex"),
         caffe_debug: Regex::new(&format!(
             r"\[(?P<pass>Forward|Backward|Update)\] Layer .{{0,200}}?\b(?:data|diff): (?-i:{TOKEN})"
+        ))
+        .expect("static regex"),
+        or_nan: Regex::new(r"^\s?or\s+(?i:nan)\b").expect("static regex"),
+        yolo_row: Regex::new(&format!(
+            r"^\s*\d{{1,5}}/\d{{1,5}}\s+[0-9.]{{1,8}}G(?:\s+[0-9][0-9.eE+-]{{0,24}}){{0,3}}\s+(?-i:{TOKEN})"
         ))
         .expect("static regex"),
         scale_metric: Regex::new(
@@ -315,6 +327,12 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             }
         }
     }
+    if let Some(c) = p.yolo_row.captures(line) {
+        return Some(match c.name("tok").map(|t| t.as_str().contains("inf")) {
+            Some(true) => headline("inf_loss", INF_HINT),
+            _ => headline("non_finite_loss", LOSS_HINT),
+        });
+    }
     if let Some(c) = p.caffe_debug.captures(line) {
         return Some(match c.name("pass").map(|m| m.as_str()) {
             Some("Backward") => headline("nan_in_backward", CAFFE_BACKWARD_HINT),
@@ -339,9 +357,14 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             && (m.as_str().ends_with('`') || line[m.end()..].starts_with('`'))
             && super::prose::report_cue().is_match(line)
     };
+    // A quoted key before its value (`'grad_norm': nan`) is a printed dict, in a sentence too
+    // ("Im getting 'grad_norm': nan, 'learning_rate': 0.0 during GRPO").
+    let dict_entry =
+        |m: regex::Match| matches!(line[..m.start()].chars().next_back(), Some('\'' | '"'));
     let sentence = |c: &regex::Captures| {
         c.get(0).is_some_and(|m| {
             !reported_code(m)
+                && !dict_entry(m)
                 && (p.prose.is_match(&line[..m.start()])
                     || p.prose_after.is_match(&line[m.end()..]))
         })
@@ -371,10 +394,13 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
         });
     };
     let key = hit.name("key")?.as_str().to_ascii_lowercase();
-    let tok = hit.name("tok")?.as_str().to_ascii_lowercase();
+    let tok = hit.name("tok")?;
+    // "Loss is inf or nan" (TensorFlow's check_numerics message for a loss) says either.
+    let either = p.or_nan.is_match(&line[tok.end()..]);
+    let tok = tok.as_str().to_ascii_lowercase();
     Some(if !key.contains("loss") {
         headline("nan_grad_norm", GRAD_HINT)
-    } else if tok.contains("nan") {
+    } else if tok.contains("nan") || either {
         headline("non_finite_loss", LOSS_HINT)
     } else {
         headline("inf_loss", INF_HINT)
@@ -395,6 +421,50 @@ mod tests {
             Some(Evidence::Headline { category, .. }) => Some(category.into_owned()),
             _ => None,
         }
+    }
+
+    #[test]
+    fn round_thirteen_value_forms() {
+        // PaddleDetection prints its losses as a dict of strings.
+        assert_eq!(
+            cat("2020-09-22 05:48:01,435-INFO: iter: 760, lr: 0.000500, 'loss_xy': 'nan', 'loss': 'nan', time: 32.612, eta: 3:59:09").as_deref(),
+            Some("non_finite_loss")
+        );
+        // A dict's quoted key inside a sentence.
+        assert_eq!(
+            cat("[Bug] Im getting 'grad_norm': nan, 'learning_rate': 0.0 during GRPO").as_deref(),
+            Some("nan_grad_norm")
+        );
+        // A Chinese adverb before the copula.
+        assert_eq!(
+            cat("按照examples中的脚本微调llama2，grad_norm总是nan，loss=0").as_deref(),
+            Some("nan_grad_norm")
+        );
+        // check_numerics on a loss: either of the two.
+        assert_eq!(
+            cat("E tensorflow/core/kernels/check_numerics_op.cc:157] abnormal_detected_host @0x208a7b900 = {1, 0} Loss is inf or nan").as_deref(),
+            Some("non_finite_loss")
+        );
+        // YOLO trainers' progress rows: epoch/epochs, memory, loss columns.
+        assert_eq!(
+            cat("     6/149     13.5G       nan       nan       nan       nan         3       640         0         0").as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(
+            cat("      6/100      3.95G        inf      1.234      1.111         16        640: 100%").as_deref(),
+            Some("inf_loss")
+        );
+        // A finite row, and a nan past the loss columns (a metric), are not.
+        assert_eq!(
+            cat("     5/149     13.5G   0.04284  0.004414  0.009558   0.05681        12       640"),
+            None
+        );
+        assert_eq!(
+            cat("     5/149     13.5G   0.04   0.004   0.009   0.05   12   640   nan"),
+            None
+        );
+        // A sentence about a quoted key with a value is still prose when the key is bare.
+        assert_eq!(cat("if the loss is nan, lower the learning rate"), None);
     }
 
     #[test]

@@ -73,8 +73,13 @@ pub const ASSERT_FAMILIES: &[AssertFamily] = &[
     },
     AssertFamily {
         category: "scatter_gather_index",
-        expression_has: &["idx_dim >= 0 && idx_dim < index_size"],
-        kernel_files: &["ScatterGatherKernel.cu"],
+        // PaddlePaddle's gather/scatter helpers assert `index_value >= 0 && index_value <
+        // input_dims[j]` and the like (paddle/phi/kernels/funcs/gather.cu.h, scatter.cu.h).
+        expression_has: &[
+            "idx_dim >= 0 && idx_dim < index_size",
+            "index_value < input_dims",
+        ],
+        kernel_files: &["ScatterGatherKernel.cu", "gather.cu.h", "scatter.cu.h"],
         hint: "gather/scatter got an index outside [0, size) of the indexed dimension: check the \
                index tensor (e.g. labels used as gather indices).",
     },
@@ -251,6 +256,39 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // ROCr's hardware-exception handler, when the kernel driver (KFD) signals that the GPU
+        // hung or hit an ECC error and reset: "HW Exception by GPU node-1 (Agent handle: 0x…)
+        // reason :GPU Hang", or "… reason :ECC" (ROCR-Runtime, core/runtime/runtime.cpp,
+        // `Runtime::HwExceptionHandler`, which then aborts the process). The ECC reason is its
+        // own row below.
+        name: "rocr_hw_exception",
+        literals: &["HW Exception by GPU"],
+        kind: Kind::CudaError,
+        category: "gpu_hang",
+        blame: Blame::Unknown,
+        hint: "The GPU stopped responding and the driver reset it, killing every process on it \
+               (ROCm's GPU hang). Check dmesg for the ring timeout and `GPU reset`: one kernel \
+               running for seconds on a GPU that also drives a display, or a runtime/firmware \
+               fault, is the job's or the stack's; the same GPU hanging again across jobs is the \
+               GPU's.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        name: "rocr_hw_exception_ecc",
+        literals: &["HW Exception by GPU"],
+        kind: Kind::CudaError,
+        category: "ecc_uncorrectable",
+        blame: Blame::Hardware,
+        hint: "The GPU reported an uncorrectable ECC error and the driver reset it (ROCm's \
+               hardware exception): drain the node, check the GPU's RAS error counts \
+               (amd-smi metric --ecc) and restart the job elsewhere.",
+        priority: HIGH + 1,
+        requires_any: &["reason :ECC", "reason: ECC"],
+        refines: &[],
+    },
+    HeadlineRule {
         name: "cuda_misaligned_address",
         literals: &[
             "misaligned address",
@@ -397,6 +435,39 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         blame: Blame::Application,
         hint: "A kernel ran past the display watchdog: run compute on a GPU without a display or \
                split the work.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // NVRTC, the runtime compiler that PyTorch's JIT fusers, CuPy and others call, rejects
+        // an architecture it does not know: "nvrtc: error: invalid value for --gpu-architecture
+        // (-arch)" in its compile log, which PyTorch follows with "nvrtc compilation failed"
+        // (torch/csrc/jit/codegen/fuser/cuda/fused_kernel.cpp). The GPU is newer than the CUDA
+        // toolkit the job carries.
+        name: "nvrtc_invalid_arch",
+        literals: &["invalid value for --gpu-architecture"],
+        kind: Kind::CudaError,
+        category: "nvrtc_invalid_arch",
+        blame: Blame::Application,
+        hint: "The job's runtime compiler (NVRTC) does not know this GPU's architecture: the \
+               CUDA version the framework ships is older than the GPU. Install a build for a \
+               newer CUDA, or turn the JIT fuser off (torch._C._jit_override_can_fuse_on_gpu).",
+        priority: HIGH + 1,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // Any other failure of a kernel compiled at run time: PyTorch's "nvrtc compilation
+        // failed" (NVRTC's `nvrtcResult` NVRTC_ERROR_COMPILATION).
+        name: "nvrtc_compilation_failed",
+        literals: &["nvrtc compilation failed"],
+        kind: Kind::CudaError,
+        category: "nvrtc_compilation_failed",
+        blame: Blame::Application,
+        hint: "A kernel compiled at run time (NVRTC: a JIT fuser, CuPy, a custom kernel) failed \
+               to compile: the compile log above the error says why; an unknown architecture \
+               means the CUDA version is older than the GPU.",
         priority: HIGH,
         requires_any: &[],
         refines: &[],
@@ -649,6 +720,14 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "CUSPARSE_STATUS_",
             "CURAND_STATUS_",
             "cuFFT error",
+            // PaddlePaddle prints a numbered status: "(External) CUFFT error(5).", "CUBLAS
+            // error(13).", "CUSOLVER error(7).", "CUSparse error(3).", "CURAND error(102)."
+            // (paddle/phi/core/enforce.h, `build_nvidia_error_msg`); the catalog reads the value.
+            "CUFFT error(",
+            "CUBLAS error(",
+            "CUSOLVER error(",
+            "CUSparse error(",
+            "CURAND error(",
             // PyTorch's cuDNN v8/v9 frontend path: "cuDNN Frontend error: [cudnn_frontend]
             // Error: No execution plans support the graph." (aten/src/ATen/native/cudnn).
             "cuDNN Frontend error",
@@ -677,6 +756,17 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "ResourceExhaustedError",
             "OOM when allocating tensor",
             "ran out of memory trying to allocate",
+            // The same sentence at the start of the line, as TensorFlow 0.x–1.x printed it: "Ran
+            // out of memory trying to allocate 220.5KiB.  See logs for memory state."
+            "Ran out of memory trying to allocate",
+            // Theano's CUDA backend: "Error allocating 26214400 bytes of device memory (out of
+            // memory). Driver report … bytes free and … bytes total" (theano/sandbox/cuda/
+            // cuda_ndarray.cu, `device_malloc`; the parenthesis is `cudaGetErrorString`).
+            "bytes of device memory (out of memory)",
+            // PaddlePaddle's allocator exception when its pool cannot grow:
+            // `paddle::memory::allocation::BadAlloc` (paddle/fluid/memory/allocation/
+            // allocator.h), whose what() is the "Out of memory error on GPU" sentence below.
+            "memory::allocation::BadAlloc",
             // JAX/XLA: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes."
             // (xla/stream_executor and tsl BFC allocator, surfaced as XlaRuntimeError).
             "Out of memory while trying to allocate",
@@ -968,7 +1058,14 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // it ranks above the CUDA rows so that the line keeps NCCL's family. Other programs'
         // "Cuda failure" macros print no NCCL tag and stay with the CUDA rows.
         name: "nccl_cuda_failure",
-        literals: &["Cuda failure "],
+        literals: &[
+            "Cuda failure ",
+            // The transport's own checks of the IPC calls: "NCCL WARN cudaIpcGetMemHandle failed
+            // : invalid argument", and RCCL's hipified "hipIpcGetMemHandle failed : …"
+            // (src/transport/p2p.cc).
+            "IpcGetMemHandle failed",
+            "IpcOpenMemHandle failed",
+        ],
         kind: Kind::NcclError,
         category: "nccl_unhandled_cuda_error",
         blame: Blame::Unknown,
@@ -1041,6 +1138,11 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "NCCL Error 3: internal error",
             // XLA's "NCCL operation …(…) failed: internal error" (see nccl_invalid_usage).
             "failed: internal error",
+            // `ncclGetErrorString` after PyTorch's "NCCL error in: <file>:<line>, " and after
+            // "NCCL error: ", where a paste cut the sentence short ("internal error - please
+            // report this issue to t").
+            ", internal error",
+            "NCCL error: internal error",
         ],
         kind: Kind::NcclError,
         category: "nccl_internal_error",
@@ -1106,6 +1208,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             ", invalid argument, NCCL version",
             "NCCL Error 4: invalid argument",
             "failed: invalid argument",
+            // NCCL 1.x's `ncclGetErrorString` for its finer argument results (ncclInvalidType,
+            // ncclInvalidDevicePointer, ncclInvalidRank; src/core.cu), which NCCL 2 folds into
+            // ncclInvalidArgument: Horovod's "ncclAllReduce failed: invalid data type".
+            "failed: invalid data type",
+            "failed: invalid device pointer",
+            "failed: invalid rank",
         ],
         kind: Kind::NcclError,
         category: "nccl_invalid_argument",
@@ -1251,6 +1359,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "The client socket has timed out after",
             // PyTorch 1.x's c10d TCPStore client ("RuntimeError: Socket Timeout").
             "Socket Timeout",
+            // PyTorch 1.x's TCPStore client connect (c10d Utils.cpp, `tcputil::connect`):
+            // "connect() timed out. Original timeout was 60000 ms."
+            "connect() timed out. Original timeout was",
             // init_process_group's barrier over the store: "Timed out initializing process group
             // in store based barrier on rank: 3, for key: store_based_barrier_key:1 (world_size=8,
             // worker_count=4, timeout=0:30:00)" (distributed_c10d.py `_store_based_barrier`).
@@ -1317,6 +1428,11 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "recvValue failed on",
             "Connection was likely closed. Did the remote server shutdown or crash",
+            // ProcessGroupNCCL's heartbeat monitor reading the store: "Failed to check the
+            // \"should dump\" flag on TCPStore, (maybe TCPStore server has shut down too early),
+            // with error: Connection reset by peer" (ProcessGroupNCCL.cpp).
+            // Keyed on the message's tail, which the gate's ` error` anchor covers.
+            "server has shut down too early), with error",
         ],
         kind: Kind::NcclError,
         category: "c10d_store_recv_failed",
@@ -1473,6 +1589,12 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     "norm NAN",
     "\"nan\"",
     "\"inf\"",
+    // Python's repr of a dict with string values (`'loss': 'nan'`, PaddleDetection's log), and
+    // an infinite value glued to its key as `:nan` is (`loss:inf`).
+    "'nan'",
+    ":inf",
+    // A value between column paddings (a YOLO trainer's progress row).
+    " nan ",
     "(nan)",
     "(inf)",
     " nan,",

@@ -656,6 +656,15 @@ fn add_site(o: &mut Open, site: &Site<'_>, cfg: &EngineConfig) {
         inc.kernel_file.clone_from(kernel_file);
         inc.block = block;
         inc.thread = thread;
+    } else if inc.kernel_file.is_none()
+        && kernel_file.is_some()
+        && inc.assertion.as_deref() == Some(truncate_utf8(assertion, cfg.excerpt_line_bytes).as_str())
+    {
+        // The same assertion quoted first without its site ("Assertion `…` failed." above the
+        // kernel's own lines): the site comes from the first line that has one.
+        inc.kernel_file.clone_from(kernel_file);
+        inc.block = block;
+        inc.thread = thread;
     }
     if inc.category == "unknown" && category != "unknown" {
         inc.category = category.to_owned();
@@ -725,6 +734,21 @@ mod tests {
             .filter(|u| u.closed)
             .map(|u| u.incident)
             .collect()
+    }
+
+    #[test]
+    fn an_assertion_quoted_without_its_site_takes_the_site_of_the_next_line() {
+        let text = "Assertion `idx_dim >= 0 && idx_dim < index_size && \"index out of bounds\"` failed.
+/pytorch/aten/src/ATen/native/cuda/ScatterGatherKernel.cu:115: operator(): block: [14592,0,0], thread: [21,0,0] Assertion `idx_dim >= 0 && idx_dim < index_size && \"index out of bounds\"` failed.
+";
+        let incs = run(text);
+        assert_eq!(incs.len(), 1, "{incs:#?}");
+        assert_eq!(incs[0].category, "scatter_gather_index");
+        assert_eq!(
+            incs[0].kernel_file.as_deref(),
+            Some("ScatterGatherKernel.cu:115")
+        );
+        assert_eq!(incs[0].block, Some([14592, 0, 0]));
     }
 
     #[test]

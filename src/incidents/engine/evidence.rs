@@ -658,7 +658,8 @@ fn add_site(o: &mut Open, site: &Site<'_>, cfg: &EngineConfig) {
         inc.thread = thread;
     } else if inc.kernel_file.is_none()
         && kernel_file.is_some()
-        && inc.assertion.as_deref() == Some(truncate_utf8(assertion, cfg.excerpt_line_bytes).as_str())
+        && inc.assertion.as_deref()
+            == Some(truncate_utf8(assertion, cfg.excerpt_line_bytes).as_str())
     {
         // The same assertion quoted first without its site ("Assertion `…` failed." above the
         // kernel's own lines): the site comes from the first line that has one.

@@ -311,8 +311,9 @@ const CURAND_STATUS: StatusTable = &[
     (999, "internal_error"),
 ];
 
-/// Wrappers that print a math library's status as a number, each with the text just before
-/// the number, the library's family prefix and its enum:
+/// Wrappers that print a math library's status as a number: the text that heads the message,
+/// the text right before the number (empty when the head ends there), the library's family prefix
+/// and its enum:
 /// - DeepSpeed's cuBLAS wrappers: "!!!! kernel execution error. (m: 1280, n: 3075, k: 5120,
 ///   error: 13)" (csrc/includes/cublas_wrappers.h and its .cu);
 /// - PaddlePaddle's `PADDLE_ENFORCE_GPU_SUCCESS`: "CUBLAS error(13).", "CUFFT error(5).",
@@ -394,9 +395,13 @@ pub fn library_status(line: &str) -> Option<String> {
         }
     }
     let family = expected_success?;
-    line.to_ascii_lowercase()
-        .contains("create")
-        .then(|| format!("{family}create_failed"))
+    // The creation as a call (`cusolverDnCreate(`, `cublasCreate_v2(`) or as a word ("Failed to
+    // create …"), not inside a path or another word (`create_op.cc`, "recreated").
+    let word = line
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(|w| w.eq_ignore_ascii_case("create"));
+    let call = line.contains("Create(") || line.contains("Create_v2(");
+    (word || call).then(|| format!("{family}create_failed"))
 }
 
 /// Is `line[start..end]` not glued to a neighbouring identifier character? (A message inside a
@@ -696,6 +701,7 @@ mod tests {
             "hipErrorSomethingNew",
             // A status that says the call succeeded, without a creation; a number no enum has.
             "Check failed: status == CUBLAS_STATUS_SUCCESS",
+            "tensorflow/core/kernels/create_op.cc:12] Check failed: s == CUSOLVER_STATUS_SUCCESS",
             "(External) CUFFT error(77). ",
             "myhipErrorInvalidDeviceFunction",
         ] {

@@ -328,10 +328,15 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
         }
     }
     if let Some(c) = p.yolo_row.captures(line) {
-        return Some(match c.name("tok").map(|t| t.as_str().contains("inf")) {
-            Some(true) => headline("inf_loss", INF_HINT),
-            _ => headline("non_finite_loss", LOSS_HINT),
-        });
+        return Some(
+            match c
+                .name("tok")
+                .map(|t| t.as_str().to_ascii_lowercase().contains("inf"))
+            {
+                Some(true) => headline("inf_loss", INF_HINT),
+                _ => headline("non_finite_loss", LOSS_HINT),
+            },
+        );
     }
     if let Some(c) = p.caffe_debug.captures(line) {
         return Some(match c.name("pass").map(|m| m.as_str()) {
@@ -357,26 +362,34 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             && (m.as_str().ends_with('`') || line[m.end()..].starts_with('`'))
             && super::prose::report_cue().is_match(line)
     };
-    // A quoted key before its value (`'grad_norm': nan`) is a printed dict, in a sentence too
-    // ("Im getting 'grad_norm': nan, 'learning_rate': 0.0 during GRPO").
-    let dict_entry =
-        |m: regex::Match| matches!(line[..m.start()].chars().next_back(), Some('\'' | '"'));
     let sentence = |c: &regex::Captures| {
         c.get(0).is_some_and(|m| {
             !reported_code(m)
-                && !dict_entry(m)
                 && (p.prose.is_match(&line[..m.start()])
                     || p.prose_after.is_match(&line[m.end()..]))
         })
     };
-    let keyed = p.keyed.captures_iter(line).filter(|c| !sentence(c)).fold(
-        None,
-        |best: Option<regex::Captures>, c| match &best {
+    // A key in quotes before its value (`'grad_norm': nan`) is an entry of a printed dict, and a
+    // key and value quoted together (`"loss:inf"`) a quoted piece of a log line, in a sentence
+    // too ("Im getting 'grad_norm': nan, 'learning_rate': 0.0 during GRPO", "\"loss:inf\"
+    // appears"). A quotation that opens before the key and closes elsewhere is not one.
+    let dict_entry = |c: &regex::Captures| {
+        let (Some(k), Some(t)) = (c.name("key"), c.name("tok")) else {
+            return false;
+        };
+        let open = line[..k.start()].chars().next_back();
+        let closes_at = |at: usize| line[at..].chars().next() == open;
+        matches!(open, Some('\'' | '"')) && (closes_at(k.end()) || closes_at(t.end()))
+    };
+    let keyed = p
+        .keyed
+        .captures_iter(line)
+        .filter(|c| dict_entry(c) || !sentence(c))
+        .fold(None, |best: Option<regex::Captures>, c| match &best {
             Some(b) if is_loss(b) => best,
             _ if is_loss(&c) || best.is_none() => Some(c),
             _ => best,
-        },
-    );
+        });
     let hit = keyed.or_else(|| {
         [&p.bare, &p.verbal]
             .into_iter()
@@ -463,8 +476,30 @@ mod tests {
             cat("     5/149     13.5G   0.04   0.004   0.009   0.05   12   640   nan"),
             None
         );
-        // A sentence about a quoted key with a value is still prose when the key is bare.
+        // A quotation that holds more than the key is prose as before.
         assert_eq!(cat("if the loss is nan, lower the learning rate"), None);
+        assert_eq!(
+            cat("If the \"loss is nan\" warning appears, lower the lr"),
+            None
+        );
+        assert_eq!(
+            cat("Search the issues for \"loss nan\" before you open one"),
+            None
+        );
+        // A key and its value quoted together in a sentence.
+        assert_eq!(
+            cat("When training to epoch [30/100], \"loss:inf\" appears.").as_deref(),
+            Some("inf_loss")
+        );
+        assert_eq!(
+            cat("When the \"loss: nan is common\" note shows, ignore it"),
+            None
+        );
+        // A YOLO row's value in capitals.
+        assert_eq!(
+            cat("     6/149     13.5G       INF       nan       nan").as_deref(),
+            Some("inf_loss")
+        );
     }
 
     #[test]

@@ -195,6 +195,10 @@ pub(super) fn kernel_assert(st: &mut StreamState, f: &Finding, site: Site<'_>, c
     }
 }
 
+/// The rule of the generic CUDA row (`detect::rules`), whose incident an OOM right after it may
+/// take over.
+const GENERIC_CUDA_RULE: &str = "cuda_error_generic";
+
 /// The headline of a failure: opens an incident of its kind, or joins (and refines) the open one.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn headline(
@@ -209,9 +213,15 @@ pub(super) fn headline(
 ) {
     // A CUDA check that named no error (cutorch's "THCudaCheck FAIL file=… line=" whose "error=2
     // : out of memory" a wrap moved to the next line, a "CUDA error: " whose message was cut)
-    // followed by an out-of-memory headline is one failure: the allocation the check saw fail.
+    // followed at once by an out-of-memory headline is one failure: the allocation the check saw
+    // fail. Only the generic CUDA row's incident, and only within two lines: an OOM further on,
+    // another rank's perhaps, is a failure of its own.
     let oom_of_generic_check = |o: &Open| {
-        o.inc.kind == Kind::CudaError && o.inc.category == "unknown" && kind == Kind::Oom
+        o.inc.kind == Kind::CudaError
+            && o.inc.category == "unknown"
+            && o.headline_rule.as_deref() == Some(GENERIC_CUDA_RULE)
+            && kind == Kind::Oom
+            && f.seq <= o.last_seq + 2
     };
     let joins = st.open.as_ref().is_some_and(|o| {
         (o.inc.kind == kind
@@ -235,10 +245,10 @@ pub(super) fn headline(
             o.headline_rule = Some(rule.to_owned());
             o.inc.message = Some(truncate_utf8(f.text.trim(), cx.cfg.excerpt_line_bytes));
         }
-        // A specific family refines a generic one ("CUDA error: …" → illegal address).
         if oom_of_generic_check(o) {
             o.inc.kind = kind;
         }
+        // A specific family refines a generic one ("CUDA error: …" → illegal address).
         if o.inc.category == "unknown" && category != "unknown" && o.inc.kind == kind {
             // The incident is now the specific family's: its further lines join it.
             o.headline_rule = Some(rule.to_owned());
@@ -651,18 +661,15 @@ fn add_site(o: &mut Open, site: &Site<'_>, cfg: &EngineConfig) {
         hint,
     } = *site;
     let inc = &mut o.inc;
-    if inc.assertion.is_none() {
-        inc.assertion = Some(truncate_utf8(assertion, cfg.excerpt_line_bytes));
-        inc.kernel_file.clone_from(kernel_file);
-        inc.block = block;
-        inc.thread = thread;
-    } else if inc.kernel_file.is_none()
-        && kernel_file.is_some()
-        && inc.assertion.as_deref()
-            == Some(truncate_utf8(assertion, cfg.excerpt_line_bytes).as_str())
-    {
-        // The same assertion quoted first without its site ("Assertion `…` failed." above the
-        // kernel's own lines): the site comes from the first line that has one.
+    let text = truncate_utf8(assertion, cfg.excerpt_line_bytes);
+    // The first assertion gives the incident its site; the same assertion quoted first without
+    // one ("Assertion `…` failed." above the kernel's own lines) takes it from the first line that
+    // has one.
+    let first = inc.assertion.is_none();
+    let site_of_quoted =
+        inc.kernel_file.is_none() && kernel_file.is_some() && inc.assertion.as_ref() == Some(&text);
+    if first || site_of_quoted {
+        inc.assertion = Some(text);
         inc.kernel_file.clone_from(kernel_file);
         inc.block = block;
         inc.thread = thread;
@@ -754,6 +761,9 @@ mod tests {
 
     #[test]
     fn a_generic_cuda_check_then_its_out_of_memory_is_one_oom_incident() {
+        assert!(crate::detect::rules::HEADLINE_RULES
+            .iter()
+            .any(|r| r.name == super::GENERIC_CUDA_RULE));
         // cutorch's check, hard-wrapped so that its error code went to the next line.
         let text =
             "THCudaCheck FAIL file=/home/u/torch/extra/cutorch/lib/THC/generic/THCStorage.cu line=
@@ -773,6 +783,18 @@ RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB
         let incs = run(text);
         assert_eq!(incs.len(), 2, "{incs:#?}");
         assert_eq!(incs[0].category, "illegal_memory_access");
+        // An OOM further on (another rank's) does not take over an unnamed CUDA error.
+        let text = "[rank3]: RuntimeError: CUDA error: something this catalog does not know
+[rank3]: Traceback (most recent call last):
+[rank3]:   File \"train.py\", line 10, in <module>
+[rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB
+";
+        let incs = run(text);
+        assert_eq!(
+            incs.iter().map(|i| i.kind).collect::<Vec<_>>(),
+            vec![Kind::CudaError, Kind::Oom],
+            "{incs:#?}"
+        );
     }
 
     #[test]

@@ -217,8 +217,10 @@ fn class_alone(line: &str) -> bool {
 /// One field of a struct, map or call whose whole value is a string literal, ending in the comma
 /// that separates it from the next: Go's and Rust's `input: "…",`, JavaScript's `message:
 /// '…',`, a keyword argument `msg="…",`. A test table or a fixture holds a kernel log line as
-/// data this way; a program prints neither the key nor the comma. (JSON's quoted keys are
-/// left to the other shapes: a pretty-printed log record is output.)
+/// data this way: the kernel prints neither the key nor the comma. A program's own error may be
+/// printed in this shape (Rust's `{:#?}`, Node's inspect), so callers apply it to kernel
+/// evidence and to the wrap join only. (JSON's quoted keys are left to the other shapes: a
+/// pretty-printed log record is output.)
 pub fn string_field(line: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(

@@ -296,8 +296,8 @@ impl DetectorSet {
 
     /// Does `line` hold a headline literal inside code or a definition (a row of an error table,
     /// an enum value, a statement that tests for the text), or any text as a field's string
-    /// value (`input: "… NVRM: Xid …",`), which a hard wrap's join must not read again? A hard wrap's join must not give such
-    /// a line a second reading unless a literal spans the break. (A sentence is different: the
+    /// value (`input: "… NVRM: Xid …",`)? A hard wrap's join must not give such a line a second
+    /// reading unless a literal spans the break. (A sentence is different: the
     /// line before may hold its start, "I got error", so prose is judged joined as well.)
     pub fn holds_error_in_code(&self, line: &str) -> bool {
         let hits: Vec<_> = self

@@ -328,15 +328,7 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
         }
     }
     if let Some(c) = p.yolo_row.captures(line) {
-        return Some(
-            match c
-                .name("tok")
-                .map(|t| t.as_str().to_ascii_lowercase().contains("inf"))
-            {
-                Some(true) => headline("inf_loss", INF_HINT),
-                _ => headline("non_finite_loss", LOSS_HINT),
-            },
-        );
+        return Some(loss_headline(c.name("tok")?.as_str(), false));
     }
     if let Some(c) = p.caffe_debug.captures(line) {
         return Some(match c.name("pass").map(|m| m.as_str()) {
@@ -399,25 +391,27 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
         let Some(g) = p.group.captures(line).filter(|c| !sentence(c)) else {
             return runtime_message(line, UNSPECIFIED_LOSS_CHECKS).flatten();
         };
-        let tok = g.name("tok")?.as_str().to_ascii_lowercase();
-        return Some(if tok.contains("nan") {
-            headline("non_finite_loss", LOSS_HINT)
-        } else {
-            headline("inf_loss", INF_HINT)
-        });
+        return Some(loss_headline(g.name("tok")?.as_str(), false));
     };
     let key = hit.name("key")?.as_str().to_ascii_lowercase();
     let tok = hit.name("tok")?;
     // "Loss is inf or nan" (TensorFlow's check_numerics message for a loss) says either.
     let either = p.or_nan.is_match(&line[tok.end()..]);
-    let tok = tok.as_str().to_ascii_lowercase();
     Some(if !key.contains("loss") {
         headline("nan_grad_norm", GRAD_HINT)
-    } else if tok.contains("nan") || either {
+    } else {
+        loss_headline(tok.as_str(), either)
+    })
+}
+
+/// A loss's family from its non-finite value: infinite only when the value is `inf` (in any
+/// spelling) and the line does not say it may be NaN as well (`either`).
+fn loss_headline(tok: &str, either: bool) -> Evidence {
+    if tok.to_ascii_lowercase().contains("nan") || either {
         headline("non_finite_loss", LOSS_HINT)
     } else {
         headline("inf_loss", INF_HINT)
-    })
+    }
 }
 
 fn is_loss(c: &regex::Captures) -> bool {

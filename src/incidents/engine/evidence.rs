@@ -216,22 +216,22 @@ pub(super) fn headline(
     // followed at once by an out-of-memory headline is one failure: the allocation the check saw
     // fail. Only the generic CUDA row's incident, and only within two lines: an OOM further on,
     // another rank's perhaps, is a failure of its own.
-    let oom_of_generic_check = |o: &Open| {
+    let oom_of_generic_check = st.open.as_ref().is_some_and(|o| {
         o.inc.kind == Kind::CudaError
             && o.inc.category == "unknown"
             && o.headline_rule.as_deref() == Some(GENERIC_CUDA_RULE)
             && kind == Kind::Oom
             && f.seq <= o.last_seq + 2
-    };
-    let joins = st.open.as_ref().is_some_and(|o| {
-        (o.inc.kind == kind
-            && (o.headline_rule.is_none()
-                || o.headline_rule.as_deref() == Some(rule)
-                || o.inc.category == category
-                || category == "unknown"
-                || o.inc.category == "unknown"))
-            || oom_of_generic_check(o)
     });
+    let joins = oom_of_generic_check
+        || st.open.as_ref().is_some_and(|o| {
+            o.inc.kind == kind
+                && (o.headline_rule.is_none()
+                    || o.headline_rule.as_deref() == Some(rule)
+                    || o.inc.category == category
+                    || category == "unknown"
+                    || o.inc.category == "unknown")
+        });
     if joins {
         if let Some(o) = st.open.as_mut() {
             extend(o, f, cx.cfg);
@@ -245,7 +245,7 @@ pub(super) fn headline(
             o.headline_rule = Some(rule.to_owned());
             o.inc.message = Some(truncate_utf8(f.text.trim(), cx.cfg.excerpt_line_bytes));
         }
-        if oom_of_generic_check(o) {
+        if oom_of_generic_check {
             o.inc.kind = kind;
         }
         // A specific family refines a generic one ("CUDA error: …" → illegal address).

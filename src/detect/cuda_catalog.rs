@@ -352,13 +352,19 @@ fn status_code(line: &str) -> Option<String> {
 
 /// The error of a driver API call that a binding reports by its `CUresult` value: Numba's
 /// "CudaAPIError: [716] Call to cuMemcpyDtoH results in UNKNOWN_CUDA_ERROR" names the value only
-/// where its own table lacks the name (numba/cuda/cudadrv/driver.py, `_check_error`). The
-/// catalog's rows that have a driver API twin share its value (CUDA Driver API, enum
-/// `CUresult`).
+/// where its own table lacks the name (numba/cuda/cudadrv/driver.py, `_check_error`), and Julia's
+/// CUDA.jl shows the enum's raw value inside its error's fields: "CuError(code=
+/// CUDA.cudaError_enum(0x000002bc), details=…)" (`cudaError_enum` is its name for `CUresult`,
+/// lib/cudadrv/libcuda.jl). The catalog's rows that have a driver API twin share its value (CUDA
+/// Driver API, enum `CUresult`).
 fn driver_code(line: &str) -> Option<&'static CudaError> {
-    const HEAD: &str = "CudaAPIError: [";
-    let rest = &line[line.find(HEAD)? + HEAD.len()..];
-    let code: u32 = rest.get(..rest.find(']')?)?.trim().parse().ok()?;
+    // Head, the text that ends the number, and its radix.
+    const HEADS: [(&str, char, u32); 2] =
+        [("CudaAPIError: [", ']', 10), ("cudaError_enum(0x", ')', 16)];
+    let code = HEADS.iter().find_map(|&(head, end, radix)| {
+        let rest = &line[line.find(head)? + head.len()..];
+        u32::from_str_radix(rest.get(..rest.find(end)?)?.trim(), radix).ok()
+    })?;
     errors()
         .iter()
         .find(|e| e.code == code && e.driver_name.is_some())
@@ -688,6 +694,12 @@ mod tests {
             None
         );
         assert_eq!(category("CudaAPIError: [x"), None);
+        // CUDA.jl's raw enum value, in hexadecimal.
+        assert_eq!(
+            category("CUDA.CuError(code=CUDA.cudaError_enum(0x000002bc), details=CUDA.Optional{String}(data=nothing))").as_deref(),
+            Some("illegal_memory_access")
+        );
+        assert_eq!(category("CuError(code=CUDA.cudaError_enum(0xzz))"), None);
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod cuda_catalog;
 pub mod elastic;
 pub mod gate;
 pub mod kernel_assert;
+pub mod nccl_warn;
 pub mod numeric;
 pub mod prose;
 pub mod rules;
@@ -347,7 +348,9 @@ impl DetectorSet {
                 o => flags |= flag(o),
             }
         }
-        if flags == 0 && headlines.is_empty() && users.is_empty() {
+        // An NCCL WARN line without its `NCCL` tag holds no literal of its own.
+        let warn_at = memchr::memmem::find(line.as_bytes(), b" WARN ");
+        if flags == 0 && headlines.is_empty() && users.is_empty() && warn_at.is_none() {
             return None;
         }
         // A kernel log line held as a field's string value (a log parser's test table: `input:
@@ -450,6 +453,23 @@ impl DetectorSet {
                 hint: r.hint.into(),
                 rule: r.name.into(),
             });
+        }
+        // An NCCL WARN line that no row names: the catalog of NCCL's failing WARN sites.
+        if let Some(at) = warn_at {
+            let hit = at + 1..line.len();
+            let hits = std::slice::from_ref(&hit);
+            if !prose::names_error_in_passing(line, hits) && !code::holds_error_in_code(line, hits)
+            {
+                let hint = |family: &str| {
+                    HEADLINE_RULES
+                        .iter()
+                        .find(|r| r.category == family)
+                        .map(|r| r.hint)
+                };
+                if let Some(e) = nccl_warn::parse(line, hint) {
+                    return Some(e);
+                }
+            }
         }
         if has(Owner::Numeric) {
             if let Some(e) = numeric::parse(line, self.options.min_loss_scale) {
@@ -1098,6 +1118,38 @@ mod tests {
             "the kernel wrote on address 0x7f0000 twice",
         ] {
             assert_eq!(d.inspect(line), None, "{line}");
+        }
+    }
+
+    /// Round fourteen: CUDAnative's kernel exception, c10d's store waits as PyTorch 2.2 and the
+    /// NCCL unique-id fetch word them, NCCL WARN lines read through the catalog of NCCL's sites.
+    #[test]
+    fn round_fourteen_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("ERROR: a boundserror exception occurred during kernel execution.", Kind::DeviceAssert, "kernel_exception"),
+            ("torch.distributed.DistStoreError: Timed out after 6 seconds waiting for workers. 1/2 workers joined.", Kind::NcclError, "c10d_store_wait_clients_timeout"),
+            ("B-nemo-ft3/0 [default1]:[rank1]: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: wait timeout after 600000ms, keys: /default_pg/0//cuda//0", Kind::NcclError, "c10d_store_get_timeout"),
+            ("RuntimeError: [3] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got exception: Socket Timeout", Kind::NcclError, "c10d_store_get_timeout"),
+            ("pytorch card-16-final-4509-master-0:22789:28201 [0] graph/rings.cc:38 NCCL WARN Error : ring 0 does not loop back to start (14 != 0)", Kind::NcclError, "nccl_internal_error"),
+            ("include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol", Kind::NcclError, "nccl_unhandled_system_error"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // Another pool's workers, and a store get that failed otherwise.
+            "Timeout waiting for workers. Running with available nodes.",
+            // NCCL's warnings it recovers from, and a sentence that quotes a WARN line.
+            "node1:1:1 [0] NCCL WARN NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",
+            "Newer NCCL releases no longer print \"NCCL WARN Error : ring 0 does not loop back to start\" as this typically indicates a topology file mismatch.",
+            // The C call that logs it.
+            "      WARN(\"Error : ring %d does not loop back to start (%d != %d)\", r, current, rank);",
+        ] {
+            assert!(
+                !matches!(d.inspect(line), Some(Evidence::Headline { kind: Kind::NcclError | Kind::DeviceAssert, category, .. }) if category != "unknown"),
+                "{line}"
+            );
         }
     }
 

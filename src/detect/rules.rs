@@ -191,8 +191,14 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // `report_exception`; `<exception>` is the exception's name: "exception", "BoundsError",
         // "type error" …), and the host raises `KernelException`: "exception thrown during kernel
         // execution on device …" (src/compiler/exceptions.jl, `Base.showerror`).
+        // CUDAnative.jl, CUDA.jl's predecessor, printed "ERROR: a <exception> exception occurred
+        // during kernel execution." (src/compiler/rtlib.jl and src/device/runtime.jl,
+        // `ptx_report_exception`).
         name: "julia_kernel_exception",
-        literals: &["thrown during kernel execution"],
+        literals: &[
+            "thrown during kernel execution",
+            "exception occurred during kernel execution",
+        ],
         kind: Kind::DeviceAssert,
         category: "kernel_exception",
         blame: Blame::Application,
@@ -1417,6 +1423,44 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                joined with the world size, and check the missing ranks' own logs.",
         priority: MID + 1,
         requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // The same wait as PyTorch 2.2 and later word it (pytorch/pytorch#111805, TCPStore.cpp
+        // `waitForWorkers`): "Timed out after 6 seconds waiting for workers. 1/2 workers
+        // joined." The words alone are any pool's, so the count's tail must follow.
+        name: "c10d_store_wait_workers_timeout",
+        literals: &["seconds waiting for workers"],
+        kind: Kind::NcclError,
+        category: "c10d_store_wait_clients_timeout",
+        blame: Blame::Unknown,
+        hint: "The rank-0 TCPStore waited for all ranks and some never connected: they did not \
+               start (a failed node, a scheduler that started fewer processes than \
+               WORLD_SIZE), or cannot reach MASTER_ADDR:MASTER_PORT. Compare the workers that \
+               joined with the world size, and check the missing ranks' own logs.",
+        priority: MID + 1,
+        requires_any: &[" workers joined"],
+        refines: &[],
+    },
+    HeadlineRule {
+        // A rank fetching the NCCL unique id that rank 0 publishes in the store gave up waiting
+        // (ProcessGroupNCCL.cpp, `broadcastUniqueNCCLID`): "[1] is setting up NCCL communicator
+        // and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but
+        // store->get('0') got error: wait timeout after 600000ms" (PyTorch 1.x spelled it
+        // "retreiving" and ended "got exception: Socket Timeout"). Rank 0 never reached its
+        // first collective, or reached it with another process group. Keyed on the store's
+        // timeout (`doWait`'s "wait timeout after …", the 1.x client's "Socket Timeout") with
+        // the unique id on the line: another error of the same fetch has its own row.
+        name: "c10d_store_get_timeout",
+        literals: &["wait timeout after", "Socket Timeout"],
+        kind: Kind::NcclError,
+        category: "c10d_store_get_timeout",
+        blame: Blame::Unknown,
+        hint: "This rank waited for rank 0 to publish the NCCL unique id and timed out: rank 0 \
+               died, is stuck before its first collective, or the ranks disagree on the \
+               process group or collective order. Look at rank 0's log first.",
+        priority: MID + 2,
+        requires_any: &["ncclUniqueId"],
         refines: &[],
     },
     HeadlineRule {

@@ -41,6 +41,11 @@ struct Patterns {
     /// (YOLOv5 train.py `('%10s' * 2 + '%10.4g' * 6) % (f'{epoch}/{epochs - 1}', mem, *mloss,
     /// …)`; Ultralytics' `f"{self._get_memory():.3g}G"`), with a non-finite loss column.
     yolo_row: Regex,
+    /// A log level that tags what follows it as a program's message: `WARNING:`, `[ERROR]`
+    /// anywhere (upper case), `Warning:` at the start of the line or of a quotation.
+    level_tag: Regex,
+    /// The value before its key, as messages word it: "received a nan loss", "NaN grad norm".
+    adjectival: Regex,
 }
 
 /// Keys whose non-finite value is an event: any key that ends in or contains `loss` (loss,
@@ -49,11 +54,12 @@ struct Patterns {
 /// Shared by the three value forms.
 const KEY: &str = r"(?P<key>\b[a-z_]*loss[a-z_0-9]*|\b[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|\btotal_norm|\bgnorm\b)";
 /// The non-finite token and what may follow a value (so `nan_count`, `info` or `inf.5` never
-/// count; a full stop only before a space or the end). In
+/// count; a full stop only before a space or the end; Markdown's closing `**`; a Han character,
+/// since Chinese runs its words together: `grad_norm为Nan的情况`). In
 /// the bare, verbal and group forms it is matched case-sensitively, in the spellings runtimes
 /// print: Python, numpy and PyTorch `nan`/`inf` (C's `%f` too, `%F` gives `NAN`/`INF`), and the
 /// JVM's `Double.toString` and JavaScript's `NaN`/`Infinity` (Scala/Java trainers, JS loggers).
-const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:$|[\s,;|}\])'"`，；。]|\.(?:\s|$))"#;
+const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:$|[\s,;|}\])'"`*，；。\p{Han}]|\.(?:\s|$))"#;
 
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
@@ -64,9 +70,11 @@ fn patterns() -> &'static Patterns {
         // and print them as a tuple: `validation loss (min, avg, max): (inf, nan, -inf)`.
         // Fixed-width tables pad the key before its colon (`LOSS     :  nan`), and Chinese
         // reports join key and value with a copula (`loss为 nan`, `grad_norm为 nan`), also after
-        // an adverb ("grad_norm总是nan", grad_norm is always nan).
+        // an adverb ("grad_norm总是nan", grad_norm is always nan). A message may put the value in
+        // parentheses after its key: ESPnet's "loss (=nan) is not correct" (espnet/asr/
+        // pytorch_backend/asr.py, `CustomUpdater.update_core`).
         keyed: Regex::new(&format!(
-            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:(?:总|總|一直|都|还|還|又|全)?(?:为|為|是)|[:=]|变成|變成)[ \t]{{0,16}}['"(]?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
+            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:(?:总|總|一直|都|还|還|又|全)?(?:为|為|是)|\(?[:=]|变成|變成)[ \t]{{0,16}}['"(]?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
         ))
         .expect("static regex"),
         // Fixed-width formatters pad the value into a column (`loss        nan`); metric
@@ -111,6 +119,14 @@ fn patterns() -> &'static Patterns {
         yolo_row: Regex::new(&format!(
             r"^\s*\d{{1,5}}/\d{{1,5}}\s+[0-9.]{{1,8}}G(?:\s+[0-9][0-9.eE+-]{{0,24}}){{0,3}}\s+(?-i:{TOKEN})"
         ))
+        .expect("static regex"),
+        level_tag: Regex::new(
+            r#"(?:^|[\s"'\x{201c}(\[|:])(?:WARNING|WARN|ERROR|FATAL|CRITICAL)(?:\]:?|:)\s|^\s*["'\x{201c}]?(?:Warning|Error):\s"#,
+        )
+        .expect("static regex"),
+        adjectival: Regex::new(
+            r"\b(?P<tok>nan|NaN|NAN|inf|Inf|INF)\s+(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))\b",
+        )
         .expect("static regex"),
         scale_metric: Regex::new(
             r#"(?i)\bloss_scale['"]?(?:\s{0,2}[:=]\s{0,2}|\s{1,2})([0-9][0-9.eE+-]{0,30})"#,
@@ -354,9 +370,20 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             && (m.as_str().ends_with('`') || line[m.end()..].starts_with('`'))
             && super::prose::report_cue().is_match(line)
     };
+    // A program's message behind a log level ("WARNING: Skip the batch due to the loss is NaN",
+    // quoted in a report too) is output, whatever words of a sentence it has; the print
+    // statement that writes it is code.
+    let message = level_message(line)
+        .filter(|r| !super::code::holds_error_in_code(line, std::slice::from_ref(r)));
+    let in_message = |m: &regex::Match| {
+        message
+            .as_ref()
+            .is_some_and(|r| r.start <= m.start() && m.end() <= r.end)
+    };
     let sentence = |c: &regex::Captures| {
         c.get(0).is_some_and(|m| {
-            !reported_code(m)
+            !in_message(&m)
+                && !reported_code(m)
                 && (p.prose.is_match(&line[..m.start()])
                     || p.prose_after.is_match(&line[m.end()..]))
         })
@@ -389,6 +416,20 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     });
     let Some(hit) = hit else {
         let Some(g) = p.group.captures(line).filter(|c| !sentence(c)) else {
+            // "WARNING: received a nan loss, setting loss value to 0" (deepspeech.pytorch's
+            // trainer): the value before its key, in a message only.
+            if let Some(c) = message
+                .as_ref()
+                .and_then(|r| p.adjectival.captures(&line[r.clone()]))
+            {
+                let tok = c.name("tok")?.as_str();
+                let key = c.name("key")?.as_str().to_ascii_lowercase();
+                return Some(if key.contains("loss") {
+                    loss_headline(tok, false)
+                } else {
+                    headline("nan_grad_norm", GRAD_HINT)
+                });
+            }
             return runtime_message(line, UNSPECIFIED_LOSS_CHECKS).flatten();
         };
         return Some(loss_headline(g.name("tok")?.as_str(), false));
@@ -402,6 +443,23 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     } else {
         loss_headline(tok.as_str(), either)
     })
+}
+
+/// Where the message that a log level tags ([`Patterns::level_tag`]) lies on `line`: from the
+/// tag to the end of the line, or to the closing quote when a quotation opens with the tag.
+fn level_message(line: &str) -> Option<std::ops::Range<usize>> {
+    let m = patterns().level_tag.find(line)?;
+    let close = match m.as_str().trim_start().chars().next() {
+        Some('"') => Some('"'),
+        Some('\'') => Some('\''),
+        Some('\u{201c}') => Some('\u{201d}'),
+        _ => None,
+    };
+    let start = m.end();
+    let end = close
+        .and_then(|q| line[start..].find(q))
+        .map_or(line.len(), |i| start + i);
+    Some(start..end)
 }
 
 /// A loss's family from its non-finite value: infinite only when the value is `inf` (in any
@@ -427,6 +485,37 @@ mod tests {
         match parse(line, 1.0) {
             Some(Evidence::Headline { category, .. }) => Some(category.into_owned()),
             _ => None,
+        }
+    }
+
+    #[test]
+    fn round_fourteen_messages_behind_a_level() {
+        // A trainer's own message behind a log level is output, sentence words and all.
+        for (line, want) in [
+            ("2023-04-01 12:00:00 WARNING: Skip the batch due to the loss is NaN, it may be caused by exceeding the precision or invalid labels", "non_finite_loss"),
+            ("Conformer-Transducer: WARNING: loss (=nan) is not correct", "non_finite_loss"),
+            // Quoted in a report's sentence, with the value before its key.
+            ("and get nan loss after \"WARNING: received a nan loss, setting loss value to 0\", how do i keep training?", "non_finite_loss"),
+            ("[ERROR] received an inf loss, skipping", "inf_loss"),
+            ("WARNING: grad norm is nan. Do not update model.", "nan_grad_norm"),
+            // Markdown emphasis around a value; a Han character right after one.
+            ("GLOBAL STEP : 29003 / LEARNING RATE : 0.001 / **LOSS : nan** ( 1.93 secs)", "non_finite_loss"),
+            ("第3轮 loss: nan的时候", "non_finite_loss"),
+        ] {
+            assert_eq!(cat(line).as_deref(), Some(want), "{line}");
+        }
+        for line in [
+            // The statement that prints such a message is code.
+            "    print(\"WARNING: received a nan loss, setting loss value to 0\")",
+            // No level tag: a sentence about a nan loss stays prose.
+            "If you received a nan loss, the learning rate is too high.",
+            "the warning says the loss is NaN sometimes",
+            // A lower-case "warning:" inside a sentence is not a tag.
+            "a warning: if the loss is nan, lower the lr",
+            // `nan` inside a word is no value.
+            "WARNING: nanoGPT loss reached 2.9",
+        ] {
+            assert_eq!(cat(line), None, "{line}");
         }
     }
 

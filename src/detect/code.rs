@@ -104,6 +104,18 @@ fn defined_after() -> &'static Regex {
     cached(&R, r"^[`'\x22]?\s*=\s*-?\d+\b")
 }
 
+/// What may come before an enum value's name that opens its definition: indentation, a bullet
+/// or table bar, and the declaration's keywords and type in the languages that bind the CUDA
+/// enums: Swift's and C#'s `case cudaErrorInvalidValue = 1`, Java's `public static final int
+/// CUDA_ERROR_ASSERT = 710;`, C++'s `static constexpr int … = 700;`.
+fn declaration_start() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r"^[\s\-*+|`]*(?:(?:case|public|private|protected|internal|static|final|const|constexpr|readonly|export|pub|let|var|val|enum|int|long|short|unsigned|u?int(?:8|16|32|64)_t|U?Int(?:8|16|32|64)?|CUresult|cudaError_t)\s+)*\w*$",
+    )
+}
+
 /// An enum's name that a sentence goes on to define: "CUDA_ERROR_OUT_OF_MEMORY means the driver
 /// could not …", "`cudaErrorLaunchFailure` (719) indicates …", "ncclSystemError is returned
 /// when …".
@@ -321,10 +333,7 @@ fn defined_or_glossed(line: &str, hit: &Range<usize>) -> bool {
     if full == "cudaError" || full.ends_with("_t") || full.ends_with('_') {
         return false;
     }
-    let opens_line = before
-        .trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '-' | '*' | '+' | '|' | '`'))
-        .trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_')
-        .is_empty();
+    let opens_line = declaration_start().is_match(before);
     (opens_line && (defined_after().is_match(after) || described_in_table().is_match(after)))
         || glossed_before().is_match(before)
         || explained_after().is_match(after)
@@ -545,6 +554,20 @@ mod tests {
         assert!(in_code(
             "    CUDA_ERROR_ILLEGAL_ADDRESS = 700,",
             "CUDA_ERROR_ILLEGAL_ADDRESS"
+        ));
+        // The bindings' declarations: Swift's enum case, Java's constant.
+        assert!(in_code(
+            "  case cudaErrorInvalidValue = 1",
+            "cudaErrorInvalidValue"
+        ));
+        assert!(in_code(
+            "    public static final int CUDA_ERROR_ASSERT                         = 710;",
+            "CUDA_ERROR_ASSERT"
+        ));
+        // A sentence's words before the name are no declaration.
+        assert!(!in_code(
+            "got cudaErrorInvalidValue = 1 from cudaMemcpy",
+            "cudaErrorInvalidValue"
         ));
         assert!(in_code(
             "`CUDA_ERROR_ILLEGAL_ADDRESS = 700`: While executing a kernel, the device encountered a load or store instruction on an invalid memory address.",

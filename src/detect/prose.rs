@@ -378,12 +378,26 @@ fn explained_to_the_reader(line: &str, hits: &[Range<usize>]) -> bool {
         r"(?i)\b(?:occurs|happens|appears|arises|is raised|is thrown)\s+(?:\w+\s+)?(?:when|if|because)\s+(?:you|your)\b",
     );
     static SUBJECT: OnceLock<Regex> = OnceLock::new();
+    static NEXT: OnceLock<Regex> = OnceLock::new();
+    let first = hits.iter().map(|h| h.end).min().unwrap_or(0);
+    // Or the error is named inside a sentence (two plain words before it: a pasted error opens
+    // its line) and the next sentence takes it up as its subject and says the same: "Ah, the
+    // dreaded CUDA out of memory error! This happens when your GPU runs out of memory …".
+    let start = hits.iter().map(|h| h.start).min().unwrap_or(0);
+    let named_inside = line.get(..start).map_or(0, words) >= 2;
+    let next = cached(
+        &NEXT,
+        r"(?i)[.!?]\s+this(?:\s+(?:error|exception|issue|problem))?\s+(?:(?:usually|typically|often|generally|mostly)\s+)?(?:occurs|happens|appears|arises|is raised|is thrown)\s+(?:\w+\s+)?(?:when|if|because)\s+(?:you|your)\b",
+    );
+    if let Some(m) = next.find_at(line, first).filter(|_| named_inside) {
+        let rest = format!("{} {}", &line[..m.start()], &line[m.end()..]);
+        return !report_cue().is_match(&rest);
+    }
     // The error is the sentence's subject: "The …", "This error …" (a report's title or repro
     // line starts with the error or with its own words: "… happens when you call generate()").
     if !cached(&SUBJECT, r"^\s*(?i:the|this|that|a|an)\s").is_match(line) {
         return false;
     }
-    let first = hits.iter().map(|h| h.end).min().unwrap_or(0);
     let Some(m) = r.find_at(line, first) else {
         return false;
     };
@@ -573,6 +587,19 @@ mod tests {
         assert!(!mention(
             "RuntimeError: CUDA error: an illegal memory access was encountered happens when you call model.generate() with batch size 2",
             "illegal memory access"
+        ));
+        // The next sentence explains it to the reader; a pasted error line opens with the error.
+        assert!(mention(
+            "Ah, the dreaded CUDA out of memory error--every deep learning enthusiast's nightmare! This happens when your GPU runs out of memory while training your PyTorch model.",
+            "CUDA out of memory"
+        ));
+        assert!(!mention(
+            "RuntimeError: CUDA out of memory. This happens when you set the batch size to 64 on one GPU.",
+            "CUDA out of memory"
+        ));
+        assert!(!mention(
+            "Training dies with the CUDA out of memory error. This happens when I set the batch size to 64.",
+            "CUDA out of memory"
         ));
         // Commit summaries and change bullets that address the error or add help for it.
         assert!(mention(

@@ -45,6 +45,47 @@ struct Around<'a> {
     intro: Option<&'a [u8]>,
     /// The closest later line with text (likewise).
     after: Option<&'a [u8]>,
+    /// The line is inside a C-family block comment ([`in_block_comment`]).
+    in_comment: bool,
+}
+
+/// Lines looked back through for the `/*` that opens a block comment.
+const COMMENT_LOOKBACK: usize = 64;
+
+/// A line of a block comment's body as C, C++, CUDA, Java, Go and Swift write them: `*` after
+/// indentation, then a space or nothing (`*/` closes the comment).
+fn star_line(l: &[u8]) -> bool {
+    let t = l.trim_ascii_start();
+    t.first() == Some(&b'*') && matches!(t.get(1), None | Some(b' ' | b'\t'))
+}
+
+/// Is the line `[ls, ..)` (text `raw`) inside a C-family block comment: it opens one (`/** …`),
+/// or it and the lines before it are the comment's `*` lines back to the `/*` that opens it?
+/// Headers and language bindings document the CUDA error enums so ("/** * A device-side assert
+/// triggered during kernel execution. …", cuda.h's `CUDA_ERROR_ASSERT`); a Markdown bullet list
+/// has no `/*` above its `*` items.
+fn in_block_comment(data: &[u8], ls: usize, raw: &[u8]) -> bool {
+    if raw.trim_ascii_start().starts_with(b"/*") {
+        return true;
+    }
+    if !star_line(raw) {
+        return false;
+    }
+    let mut start = ls;
+    for _ in 0..COMMENT_LOOKBACK {
+        let Some(end) = start.checked_sub(1) else {
+            return false;
+        };
+        start = memchr::memrchr(b'\n', &data[..end]).map_or(0, |i| i + 1);
+        let l = trim_cr(&data[start..end]);
+        if l.trim_ascii_start().starts_with(b"/*") {
+            return true;
+        }
+        if !star_line(l) {
+            return false;
+        }
+    }
+    false
 }
 
 /// The `[rank3]:` / `[default3]:` prefix that torchrun and PyTorch put before each line of a
@@ -282,6 +323,9 @@ fn framed_by_neighbours(
     evidence: &Evidence,
     around: Around<'_>,
 ) -> Frame {
+    if around.in_comment {
+        return Frame::Shown;
+    }
     if rank_prefix(text.as_bytes()).is_some() {
         return Frame::Reported;
     }
@@ -740,6 +784,7 @@ impl StreamScanner {
                 next: next_piece(data, le, prefix),
                 intro: prev_text(data, ls, &carry),
                 after: next_text(data, le),
+                in_comment: in_block_comment(data, ls, raw),
             };
             // The rest of a quoted example: an article's multi-line error message after the
             // line its intro framed, up to the next blank line, as long as no line has a log
@@ -1045,6 +1090,17 @@ mod first_line {
         let notice = "[I socket.cpp:580] [c10d] The client socket is attempting to connect to [node07]:29500 now.\n[W socket.cpp:663] [c10d] The server socket on [node07]:29500 is not yet listening (errno: 111 - Connection refused), retrying...\n[I socket.cpp:591] [c10d] The client socket will attempt to connect to an IPv4 address of (node07, 29500).\n";
         let failed = format!("{notice}[E socket.cpp:860] [c10d] The client socket has failed to connect to [node07]:29500 (errno: 111 - Connection refused).\n");
         assert_counts(&[(notice, 0), (&failed, 1)]);
+    }
+
+    /// A header's or a binding's block comment documents an error; a Markdown list's `*` items
+    /// with an error in them are a report.
+    #[test]
+    fn block_comments_document_errors_and_bullets_report_them() {
+        let javadoc = "    /**\n     * A device-side assert triggered during kernel execution. The context\n     * cannot be used anymore, and must be destroyed.\n     */\n    public static final int CUDA_ERROR_ASSERT                         = 710;\n";
+        let deeper = "/*\n * Error codes\n *\n * cudaErrorIllegalAddress: an illegal memory access was encountered\n */\n";
+        let opener = "/** CUDA error: an illegal memory access was encountered */\n";
+        let bullets = "* Environment: 8x A100\n  * Driver 535\n  * RuntimeError: CUDA error: device-side assert triggered\n";
+        assert_counts(&[(javadoc, 0), (deeper, 0), (opener, 0), (bullets, 1)]);
     }
 
     /// A troubleshooting page's section heading names an error and the next line advises the

@@ -162,6 +162,12 @@ const OOM_HINT: &str = "The job ran out of GPU memory: lower the batch size or s
     enable activation checkpointing, or check for other processes on the GPU (serving engines: \
     lower the memory fraction they reserve for the KV cache).";
 
+/// Shared by the store server's two wordings of its wait for the ranks.
+const STORE_WAIT_HINT: &str = "The rank-0 TCPStore waited for all ranks and some never \
+    connected: they did not start (a failed node, a scheduler that started fewer processes than \
+    WORLD_SIZE), or cannot reach MASTER_ADDR:MASTER_PORT. Compare the ranks that joined with the \
+    world size, and check the missing ranks' own logs.";
+
 const HIGH: u8 = 30;
 const MID: u8 = 20;
 const GENERIC: u8 = 10;
@@ -1417,10 +1423,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         kind: Kind::NcclError,
         category: "c10d_store_wait_clients_timeout",
         blame: Blame::Unknown,
-        hint: "The rank-0 TCPStore waited for all ranks and some never connected: they did not \
-               start (a failed node, a scheduler that started fewer processes than \
-               WORLD_SIZE), or cannot reach MASTER_ADDR:MASTER_PORT. Compare the clients that \
-               joined with the world size, and check the missing ranks' own logs.",
+        hint: STORE_WAIT_HINT,
         priority: MID + 1,
         requires_any: &[],
         refines: &[],
@@ -1434,10 +1437,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         kind: Kind::NcclError,
         category: "c10d_store_wait_clients_timeout",
         blame: Blame::Unknown,
-        hint: "The rank-0 TCPStore waited for all ranks and some never connected: they did not \
-               start (a failed node, a scheduler that started fewer processes than \
-               WORLD_SIZE), or cannot reach MASTER_ADDR:MASTER_PORT. Compare the workers that \
-               joined with the world size, and check the missing ranks' own logs.",
+        hint: STORE_WAIT_HINT,
         priority: MID + 1,
         requires_any: &[" workers joined"],
         refines: &[],

@@ -59,6 +59,9 @@ enum Owner {
     Fallen,
     Sxid,
     GpuEvent,
+    /// NCCL's `NCCL WARN` tag: read through the catalog of NCCL's failing WARN sites
+    /// (`nccl_warn`), a continuation otherwise.
+    NcclWarn,
 }
 
 /// Options that change what detection reports.
@@ -148,6 +151,9 @@ impl DetectorSet {
         // NVSwitch errors (`nvidia-nvswitchN: SXid (PCI:…): …`) and GPU driver events without an
         // Xid number (GSP heartbeat/RPC timeouts, NVLink training); see docs/kernel-events.md.
         add("SXid (", Owner::Sxid);
+        // The tag of NCCL's warnings: a line is a failure when the catalog knows its message
+        // (half the catalogued messages hold no other anchor).
+        add("NCCL WARN", Owner::NcclWarn);
         for l in [
             "RmInitAdapter failed",
             "rm_init_adapter",
@@ -494,7 +500,7 @@ impl DetectorSet {
                 return Some(e);
             }
         }
-        if has(Owner::Continuation) || has(Owner::Summary) {
+        if has(Owner::Continuation) || has(Owner::Summary) || has(Owner::NcclWarn) {
             return Some(Evidence::Continuation);
         }
         None
@@ -577,6 +583,7 @@ fn flag(o: Owner) -> u16 {
         Owner::Summary => 1 << 9,
         Owner::Sxid => 1 << 10,
         Owner::GpuEvent => 1 << 11,
+        Owner::NcclWarn => 1 << 12,
         Owner::Headline(_) | Owner::Refine(_) | Owner::User(_) => 0,
     }
 }
@@ -712,8 +719,10 @@ mod tests {
         // their number: in round twelve a 60-anchor gate ran the benchmark's 1 GiB log in 0.96x
         // the time of the earlier 58-anchor one, and a 56-anchor gate that merged into
         // five-letter lower-case anchors ("le to", "ssert") in 1.17x. The bound leaves room
-        // below Teddy's limit.
-        assert!(d.gate_literals().len() <= 60, "{:?}", d.gate_literals());
+        // below Teddy's limit. Round fourteen raised it from 60 to 61 for NCCL's `NCCL WARN`
+        // tag, which opens the catalog of NCCL's failing WARN sites (half of whose messages
+        // hold no other anchor); a strong seven-byte anchor, and rare in healthy output.
+        assert!(d.gate_literals().len() <= 61, "{:?}", d.gate_literals());
         for a in d.gate_literals() {
             assert!(a.len() >= gate::ANCHOR_MIN, "{a:?}");
         }

@@ -1565,7 +1565,6 @@ pub const CONTINUATION_LITERALS: &[&str] = &[
     "Exception raised from",
     "CUDA_LOG_FILE",
     "detected by watchdog",
-    "NCCL WARN",
     "To avoid data inconsistency",
     // The fields of torchrun's ChildFailedError summary (`_FAILURE_FORMAT_TEMPLATE` in
     // torch/distributed/elastic/multiprocessing/errors/__init__.py).

@@ -44,7 +44,14 @@ CONVERSION = re.compile(r"%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|
 LOOKAHEAD_LINES = 6
 
 WARN_CALL = re.compile(r"\bWARN\s*\(")
-STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+# A statement that leaves the WARN's path before any result: the failure is not this WARN's.
+LEAVES = re.compile(r"\b(?:break|continue)\s*;|\bcase\b[^:]*:|\bdefault\s*:")
+# A function definition at the start of a line: its name before the parameter list.
+FUNCTION = re.compile(r"^[A-Za-z_][\w \t\*&:<>,]*?\b([A-Za-z_]\w*)\s*\([^;{]*\)\s*(?:const\s*)?\{", re.M)
+# Words of a message that says NCCL goes on another way.
+FALLBACK = re.compile(
+    r"(?i)\binstead\b|\bnot using\b|\busing (?:the )?internal\b|\bfall(?:ing)?[ -]?back\b|\bcontinu(?:e|ing)\b|\bignor(?:e|ed|ing)\b|\bskipp(?:ed|ing)\b|\bdisabl(?:e|ed|ing)\b|\bretry(?:ing)?\b"
+)
 RESULT = re.compile(
     r"(?:\breturn|[^=!<>]=)\s*\(?\s*(nccl[A-Za-z]+)\b|\bNCCLCHECK\w*\(\s*(nccl[A-Za-z]+)\b"
 )
@@ -81,50 +88,102 @@ def call_args(text, start):
 
 def pattern_of(fmt):
     """A printf format as the catalog keeps it: conversions as `{}`, escapes resolved, trimmed."""
+    # A literal continued on the next line of a macro, and escapes NCCL's logger prints as spaces.
+    fmt = fmt.replace("\\\n", "").replace("\n", " ")
     fmt = fmt.replace("\\n", " ").replace("\\t", " ").replace('\\"', '"')
     fmt = CONVERSION.sub("{}", fmt).replace("%%", "%")
     return fmt.strip()
 
 
-def sites(text):
-    """(format, result) of each WARN in `text` followed by a failing result."""
+def first_argument(args):
+    """The format: the first argument's string literals concatenated, with an <inttypes.h>
+    macro completing the conversion before it (`"%" PRIu64` → `%d`) and any other identifier or
+    stringified macro argument between literals (`"Call to " #call " failed"`) written `%s`.
+    None when the argument holds no literal."""
+    out, i, seen = [], 0, False
+    while i < len(args):
+        c = args[i]
+        if c == '"':
+            j = i + 1
+            while j < len(args) and args[j] != '"':
+                j += 2 if args[j] == "\\" else 1
+            out.append(args[i + 1 : j])
+            seen, i = True, j + 1
+        elif c == "#" or c.isalpha() or c == "_":
+            j = i + 1
+            while j < len(args) and (args[j].isalnum() or args[j] == "_"):
+                j += 1
+            word = args[i:j].lstrip("#").strip()
+            if word:
+                out.append("d" if word.startswith("PRI") else "%s")
+            i = j
+        elif c == ",":
+            break
+        else:
+            i += 1
+    return "".join(out) if seen else None
+
+
+def enclosing_function(text, at):
+    """The name of the function a C/C++ definition starting at column 0 before `at` declares."""
+    name = None
+    for m in FUNCTION.finditer(text, 0, at):
+        name = m.group(1)
+    return name
+
+
+def outcome(text, end):
+    """The failing ncclResult_t the statements after a WARN (ending at `end`) go on to, if any:
+    up to the end of the enclosing block, a `break`, `continue` or the next `case` label."""
+    window = "\n".join(text[end:].split("\n")[: LOOKAHEAD_LINES + 1])
+    depth, cut = 0, len(window)
+    for i, c in enumerate(window):
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth < 0:
+                cut = i
+                break
+    stop = LEAVES.search(window[:cut])
+    if stop:
+        cut = stop.start()
+    r = RESULT.search(window[:cut])
+    result = r and (r.group(1) or r.group(2))
+    return result if result in FAMILIES else None
+
+
+def recovered(pattern, function, path):
+    """Does NCCL go on after this WARN although its block returns a failure? The message says
+    so (a fallback), the format is a checking macro's (the call decides: start-up probes of
+    optional libraries fail harmlessly), or it is a network transport's initialisation, whose
+    failure only disables that transport."""
+    if FALLBACK.search(pattern) or pattern.startswith("Call to {}"):
+        return True
+    return bool(
+        function
+        and path.startswith("src/transport/")
+        and re.search(r"(?:Init|Devices|GetProperties)$", function)
+    )
+
+
+def sites(text, path="src/x.cc"):
+    """(format, family or "none") of each WARN in `text` whose format names a site."""
     out = []
     for m in WARN_CALL.finditer(text):
         args, end = call_args(text, m.end() - 1)
         if args is None:
             continue
-        # The format is the first argument: adjacent string literals, concatenated.
-        # `"… %" PRIu64 " …"`: an <inttypes.h> macro between literals completes a conversion.
-        args = re.sub(r'"\s*PRI\w+\s*"', "d", args)
-        # A macro's argument between literals (`"Call to " #call " failed"`, `"…" name "…"`)
-        # is text the format does not fix.
-        args = re.sub(r'"\s*#?\s*[A-Za-z_]\w*\s*"', "%s", args)
-        fmt_part = args.split('",', 1)[0] + '"' if '",' in args else args
-        fmt = "".join(STRING.findall(fmt_part))
+        fmt = first_argument(args)
         if not fmt:
-            continue
-        # The statements that follow, up to the end of the enclosing block.
-        rest = text[end:]
-        window = "\n".join(rest.split("\n")[: LOOKAHEAD_LINES + 1])
-        depth, cut = 0, len(window)
-        for i, c in enumerate(window):
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-                if depth < 0:
-                    cut = i
-                    break
-        r = RESULT.search(window[:cut])
-        if not r:
-            continue
-        result = r.group(1) or r.group(2)
-        if result not in FAMILIES:
             continue
         pat = pattern_of(fmt)
         if sum(ch.isalpha() for ch in pat.replace("{}", "")) < MIN_LETTERS or "\t" in pat:
             continue
-        out.append((pat, result))
+        result = outcome(text, end)
+        if result and recovered(pat, enclosing_function(text, m.start()), path):
+            result = None
+        out.append((pat, FAMILIES[result] if result else "none"))
     return out
 
 
@@ -133,7 +192,7 @@ def main():
     ap.add_argument("--git", action="append", required=True, help="GITDIR@REV")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    found = {}  # (format, result) -> (releases, first file)
+    found = {}  # (format, family) -> (releases, first file)
     for spec in a.git:
         gitdir, _, rev = spec.rpartition("@")
         files = [
@@ -143,30 +202,37 @@ def main():
         ]
         for f in files:
             text = git(gitdir, "show", f"{rev}:{f}")
-            for fmt, result in sites(text):
-                releases, first = found.setdefault((fmt, result), ([], f))
+            for fmt, family in sites(text, f):
+                releases, first = found.setdefault((fmt, family), ([], f))
                 if rev not in releases:
                     releases.append(rev)
-    # A format whose sites end in different results (NCCL 2.4's "Bootstrap : no socket interface
-    # found" returned ncclInternalError, later releases ncclInvalidUsage) takes the result of the
-    # newest release that has it.
+    # A format whose sites end differently takes the newest release's outcome (NCCL 2.4's
+    # "Bootstrap : no socket interface found" returned ncclInternalError, later releases
+    # ncclInvalidUsage); where sites of that release disagree, the line cannot tell which site
+    # printed it, and it names no family.
     order = {spec.rpartition("@")[2]: i for i, spec in enumerate(a.git)}
     newest = {}
-    for (fmt, result), (releases, _) in found.items():
+    for (fmt, family), (releases, _) in found.items():
         last = max(order[r] for r in releases)
-        if fmt not in newest or last > newest[fmt][0]:
-            newest[fmt] = (last, result)
+        seen = newest.get(fmt)
+        if seen is None or last > seen[0]:
+            newest[fmt] = (last, family)
+        elif last == seen[0] and family != seen[1]:
+            newest[fmt] = (last, "none")
     rows = sorted(
-        (FAMILIES[result], fmt, first, ",".join(releases))
-        for (fmt, result), (releases, first) in found.items()
-        if newest[fmt][1] == result
+        (newest[fmt][1], fmt, first, ",".join(releases))
+        for (fmt, family), (releases, first) in found.items()
+        if newest[fmt][1] == family or (newest[fmt][1] == "none" and family != "none" and (fmt, "none") not in found)
     )
+    # One row per format.
+    rows = sorted({r[1]: r for r in rows}.values())
     with open(a.out, "w", encoding="utf-8") as o:
         o.write("# Generated by scripts/gen-nccl-warn-catalog.py from NVIDIA/nccl; do not edit.\n")
         o.write("family\tformat\tfile\treleases\n")
         for r in rows:
             o.write("\t".join(r) + "\n")
-    print(f"{len(rows)} WARN formats from {len(a.git)} releases", file=sys.stderr)
+    failing = sum(r[0] != "none" for r in rows)
+    print(f"{len(rows)} WARN formats ({failing} failing) from {len(a.git)} releases", file=sys.stderr)
 
 
 if __name__ == "__main__":

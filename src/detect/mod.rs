@@ -1149,6 +1149,8 @@ mod tests {
         for line in [
             // Another pool's workers, and a store get that failed otherwise.
             "Timeout waiting for workers. Running with available nodes.",
+            // A host wrapper's frame around another error is no Julia device exception.
+            "An exception occurred during kernel execution: CUDA error: out of memory",
             // NCCL's warnings it recovers from, and a sentence that quotes a WARN line.
             "node1:1:1 [0] NCCL WARN NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",
             "Newer NCCL releases no longer print \"NCCL WARN Error : ring 0 does not loop back to start\" as this typically indicates a topology file mismatch.",

@@ -44,8 +44,12 @@ struct Patterns {
     /// A log level that tags what follows it as a program's message: `WARNING:`, `[ERROR]`
     /// anywhere (upper case), `Warning:` at the start of the line or of a quotation.
     level_tag: Regex,
-    /// The value before its key, as messages word it: "received a nan loss", "NaN grad norm".
+    /// The value before its key, after a verb of meeting it, as messages word it: "received a
+    /// nan loss", "encountered NaN grad norm".
     adjectival: Regex,
+    /// Words that keep a tagged message about a value hypothetical or negated ("WARNING: if the
+    /// loss is nan, …", "ignore batches where the loss is nan", "no nan loss detected").
+    message_prose: Regex,
 }
 
 /// Keys whose non-finite value is an event: any key that ends in or contains `loss` (loss,
@@ -121,11 +125,15 @@ fn patterns() -> &'static Patterns {
         ))
         .expect("static regex"),
         level_tag: Regex::new(
-            r#"(?:^|[\s"'\x{201c}(\[|:])(?:WARNING|WARN|ERROR|FATAL|CRITICAL)(?:\]:?|:)\s|^\s*["'\x{201c}]?(?:Warning|Error):\s"#,
+            r#"(?:^|[\s"'\x{201c}(\[|:])(?:WARNING|WARN|ERROR|FATAL|CRITICAL)(?:\]:?|:)\s|(?:^\s*|["'\x{201c}])(?:Warning|Error):\s"#,
         )
         .expect("static regex"),
         adjectival: Regex::new(
-            r"\b(?P<tok>nan|NaN|NAN|inf|Inf|INF)\s+(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))\b",
+            r"(?i:\b(?:received|receiving|got|getting|encountered|encountering|detected|found|hit|observed|saw))\s+(?:(?i:an?)\s+)?\b(?P<tok>nan|NaN|NAN|inf|Inf|INF)\s+(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))\b",
+        )
+        .expect("static regex"),
+        message_prose: Regex::new(
+            r"(?i)\b(?:if|when|whenever|whether|unless|until|in case|once|avoid|prevent|detect\w*|checks?|where|ignor\w*|no|not|never|without)\b",
         )
         .expect("static regex"),
         scale_metric: Regex::new(
@@ -381,11 +389,13 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             .is_some_and(|r| r.start <= m.start() && m.end() <= r.end)
     };
     let sentence = |c: &regex::Captures| {
-        c.get(0).is_some_and(|m| {
-            !in_message(&m)
-                && !reported_code(m)
-                && (p.prose.is_match(&line[..m.start()])
-                    || p.prose_after.is_match(&line[m.end()..]))
+        c.get(0).is_some_and(|m| match &message {
+            Some(r) if in_message(&m) => p.message_prose.is_match(&line[r.start..m.start()]),
+            _ => {
+                !reported_code(m)
+                    && (p.prose.is_match(&line[..m.start()])
+                        || p.prose_after.is_match(&line[m.end()..]))
+            }
         })
     };
     // A key in quotes before its value (`'grad_norm': nan`) is an entry of a printed dict, and a
@@ -418,10 +428,13 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
         let Some(g) = p.group.captures(line).filter(|c| !sentence(c)) else {
             // "WARNING: received a nan loss, setting loss value to 0" (deepspeech.pytorch's
             // trainer): the value before its key, in a message only.
-            if let Some(c) = message
-                .as_ref()
-                .and_then(|r| p.adjectival.captures(&line[r.clone()]))
-            {
+            if let Some(c) = message.as_ref().and_then(|r| {
+                let text = &line[r.clone()];
+                p.adjectival.captures(text).filter(|c| {
+                    !p.message_prose
+                        .is_match(&text[..c.get(0).map_or(0, |m| m.start())])
+                })
+            }) {
                 let tok = c.name("tok")?.as_str();
                 let key = c.name("key")?.as_str().to_ascii_lowercase();
                 return Some(if key.contains("loss") {
@@ -497,6 +510,8 @@ mod tests {
             // Quoted in a report's sentence, with the value before its key.
             ("and get nan loss after \"WARNING: received a nan loss, setting loss value to 0\", how do i keep training?", "non_finite_loss"),
             ("[ERROR] received an inf loss, skipping", "inf_loss"),
+            // "Warning:" opening a quotation.
+            ("the log says \"Warning: the loss is nan, skipping batch\" and moves on", "non_finite_loss"),
             ("WARNING: grad norm is nan. Do not update model.", "nan_grad_norm"),
             // Markdown emphasis around a value; a Han character right after one.
             ("GLOBAL STEP : 29003 / LEARNING RATE : 0.001 / **LOSS : nan** ( 1.93 secs)", "non_finite_loss"),
@@ -512,6 +527,12 @@ mod tests {
             "the warning says the loss is NaN sometimes",
             // A lower-case "warning:" inside a sentence is not a tag.
             "a warning: if the loss is nan, lower the lr",
+            // A tagged message that is hypothetical, negated or about a check or an option.
+            "WARNING: if the loss is nan, lower the learning rate",
+            "WARNING: no nan loss detected in the last 1000 steps",
+            "WARNING: NaN loss detection is enabled; training will stop on the first NaN loss",
+            "2024-01-01 WARNING: skipped 0 batches with nan loss this epoch",
+            "[ERROR] Set --skip-nan to ignore batches where the loss is nan",
             // `nan` inside a word is no value.
             "WARNING: nanoGPT loss reached 2.9",
         ] {

@@ -162,6 +162,11 @@ const OOM_HINT: &str = "The job ran out of GPU memory: lower the batch size or s
     enable activation checkpointing, or check for other processes on the GPU (serving engines: \
     lower the memory fraction they reserve for the KV cache).";
 
+/// Shared by CUDA.jl's and CUDAnative.jl's device exceptions.
+const JULIA_EXCEPTION_HINT: &str = "Julia code running on the GPU threw (a BoundsError, a type \
+    error, an explicit throw): rerun with `julia -g2` for the device stack trace, or run the \
+    kernel's code on the CPU (Array instead of CuArray) to get the exception itself.";
+
 /// Shared by the store server's two wordings of its wait for the ranks.
 const STORE_WAIT_HINT: &str = "The rank-0 TCPStore waited for all ranks and some never \
     connected: they did not start (a failed node, a scheduler that started fewer processes than \
@@ -197,22 +202,30 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // `report_exception`; `<exception>` is the exception's name: "exception", "BoundsError",
         // "type error" …), and the host raises `KernelException`: "exception thrown during kernel
         // execution on device …" (src/compiler/exceptions.jl, `Base.showerror`).
-        // CUDAnative.jl, CUDA.jl's predecessor, printed "ERROR: a <exception> exception occurred
-        // during kernel execution." (src/compiler/rtlib.jl and src/device/runtime.jl,
-        // `ptx_report_exception`).
         name: "julia_kernel_exception",
-        literals: &[
-            "thrown during kernel execution",
-            "exception occurred during kernel execution",
-        ],
+        literals: &["thrown during kernel execution"],
         kind: Kind::DeviceAssert,
         category: "kernel_exception",
         blame: Blame::Application,
-        hint: "Julia code running on the GPU threw (a BoundsError, a type error, an explicit \
-               throw): rerun with `julia -g2` for the device stack trace, or run the kernel's \
-               code on the CPU (Array instead of CuArray) to get the exception itself.",
+        hint: JULIA_EXCEPTION_HINT,
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // CUDAnative.jl, CUDA.jl's predecessor, reported a device exception as "ERROR: a
+        // <exception> exception occurred during kernel execution." (src/compiler/rtlib.jl and
+        // src/device/runtime.jl, `ptx_report_exception`): Julia's tag and article must lead it, since a
+        // host wrapper's "An exception occurred during kernel execution: CUDA error: …" is
+        // another error's frame.
+        name: "cudanative_kernel_exception",
+        literals: &["exception occurred during kernel execution"],
+        kind: Kind::DeviceAssert,
+        category: "kernel_exception",
+        blame: Blame::Application,
+        hint: JULIA_EXCEPTION_HINT,
+        priority: HIGH,
+        requires_any: &["ERROR: a "],
         refines: &[],
     },
     HeadlineRule {

@@ -78,8 +78,10 @@ fn in_block_comment(data: &[u8], ls: usize, raw: &[u8]) -> bool {
         };
         start = memchr::memrchr(b'\n', &data[..end]).map_or(0, |i| i + 1);
         let l = trim_cr(&data[start..end]);
-        if l.trim_ascii_start().starts_with(b"/*") {
-            return true;
+        let t = l.trim_ascii_start();
+        if t.starts_with(b"/*") {
+            // `/* repro */` closes on its own line: the `*` lines under it are a list.
+            return memchr::memmem::find(&t[2..], b"*/").is_none();
         }
         if !star_line(l) {
             return false;
@@ -1100,7 +1102,15 @@ mod first_line {
         let deeper = "/*\n * Error codes\n *\n * cudaErrorIllegalAddress: an illegal memory access was encountered\n */\n";
         let opener = "/** CUDA error: an illegal memory access was encountered */\n";
         let bullets = "* Environment: 8x A100\n  * Driver 535\n  * RuntimeError: CUDA error: device-side assert triggered\n";
-        assert_counts(&[(javadoc, 0), (deeper, 0), (opener, 0), (bullets, 1)]);
+        let after_closed =
+            "/* repro */\n* Env: A100\n* RuntimeError: CUDA error: device-side assert triggered\n";
+        assert_counts(&[
+            (javadoc, 0),
+            (deeper, 0),
+            (opener, 0),
+            (bullets, 1),
+            (after_closed, 1),
+        ]);
     }
 
     /// A troubleshooting page's section heading names an error and the next line advises the

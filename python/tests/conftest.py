@@ -6,6 +6,7 @@ CI=true, where a missing torch is a failure rather than a silent skip.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -114,3 +115,11 @@ def synthetic_state(tmp_path):
         return Path(path)
 
     return make
+
+
+def load_script(path: Path, name: str):
+    """A script that is not a package module (`scripts/gen-*.py`), imported under `name`."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

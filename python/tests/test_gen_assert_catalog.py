@@ -3,10 +3,11 @@ written here, and that the committed catalog is what its family table maps."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+
+from conftest import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "gen-assert-catalog.py"
@@ -14,10 +15,7 @@ CATALOG = REPO / "src" / "detect" / "assert_sites.tsv"
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("gen_assert_catalog", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT, "gen_assert_catalog")
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:

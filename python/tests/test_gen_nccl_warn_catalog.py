@@ -3,9 +3,10 @@ and on a small git history, and that the committed catalog is well formed."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 from pathlib import Path
+
+from conftest import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "gen-nccl-warn-catalog.py"
@@ -13,10 +14,7 @@ CATALOG = REPO / "src" / "detect" / "nccl_warn_sites.tsv"
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("gen_nccl_warn_catalog", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT, "gen_nccl_warn_catalog")
 
 
 SOURCE = r"""

@@ -460,19 +460,15 @@ impl DetectorSet {
                 rule: r.name.into(),
             });
         }
-        // An NCCL WARN line that no row names: the catalog of NCCL's failing WARN sites.
+        // An NCCL WARN line that no row names: the catalog of NCCL's failing WARN sites, unless
+        // a sentence quotes the line or code logs it (judged only for a catalogued failure).
         if let Some(at) = warn_at {
-            let hit = at + 1..line.len();
-            let hits = std::slice::from_ref(&hit);
-            if !prose::names_error_in_passing(line, hits) && !code::holds_error_in_code(line, hits)
-            {
-                let hint = |family: &str| {
-                    HEADLINE_RULES
-                        .iter()
-                        .find(|r| r.category == family)
-                        .map(|r| r.hint)
-                };
-                if let Some(e) = nccl_warn::parse(line, hint) {
+            if let Some(e) = nccl_warn::parse(line) {
+                let hit = at + 1..line.len();
+                let hits = std::slice::from_ref(&hit);
+                if !prose::names_error_in_passing(line, hits)
+                    && !code::holds_error_in_code(line, hits)
+                {
                     return Some(e);
                 }
             }

@@ -9,6 +9,7 @@
 //! checking macro's generic text, a network transport's initialisation). A WARN line that no
 //! headline rule names takes the outcome of the most specific format it matches.
 
+use super::rules::HEADLINE_RULES;
 use crate::model::{Blame, Evidence, Kind};
 use std::sync::OnceLock;
 
@@ -30,13 +31,13 @@ struct Site {
     pieces: Vec<&'static str>,
     /// Letters in `pieces`: the more a format fixes, the better it names the line.
     letters: usize,
+    /// The first piece without its subsystem tag ([`untagged`]), where the format still fixes
+    /// enough letters without it.
+    bare_first: Option<&'static str>,
 }
 
-fn letters(pieces: &[&str]) -> usize {
-    pieces
-        .iter()
-        .map(|p| p.chars().filter(|c| c.is_alphabetic()).count())
-        .sum()
+fn letters(text: &str) -> usize {
+    text.chars().filter(|c| c.is_alphabetic()).count()
 }
 
 fn sites() -> &'static [Site] {
@@ -50,11 +51,16 @@ fn sites() -> &'static [Site] {
                 let family = cols.next()?;
                 let format = cols.next()?;
                 let pieces: Vec<&str> = format.split("{}").collect();
-                let letters = letters(&pieces);
-                (letters >= MIN_LETTERS).then_some(Site {
+                let fixed: usize = pieces.iter().map(|p| letters(p)).sum();
+                let first = pieces[0];
+                let bare = untagged(first);
+                let bare_first =
+                    (fixed - letters(first) + letters(bare) >= MIN_LETTERS).then_some(bare);
+                (fixed >= MIN_LETTERS).then_some(Site {
                     family,
                     pieces,
-                    letters,
+                    letters: fixed,
+                    bare_first,
                 })
             })
             .collect()
@@ -81,12 +87,10 @@ fn untagged(text: &str) -> &str {
     }
 }
 
-/// Does `message` read as `pieces` with text in each gap: it starts with the first piece and
-/// holds the others in order? (A format that starts with a conversion may start anywhere.)
-fn matches(message: &str, pieces: &[&str]) -> bool {
-    let Some((first, rest)) = pieces.split_first() else {
-        return false;
-    };
+/// Does `message` read as the pieces `first`, `rest…` with text in each gap: it starts with
+/// `first` and holds the others in order? (A format that starts with a conversion, an empty
+/// `first`, may start anywhere.)
+fn matches(message: &str, first: &str, rest: &[&str]) -> bool {
     let Some(mut at) = message.starts_with(first).then_some(first.len()) else {
         return false;
     };
@@ -129,29 +133,31 @@ pub fn family(line: &str) -> Option<&'static str> {
     sites()
         .iter()
         .filter(|s| {
-            matches(m, &s.pieces) || {
-                let first = untagged(s.pieces[0]);
-                let mut pieces = s.pieces.clone();
-                pieces[0] = first;
-                letters(&pieces) >= MIN_LETTERS && matches(bare, &pieces)
-            }
+            let rest = &s.pieces[1..];
+            matches(m, s.pieces[0], rest) || s.bare_first.is_some_and(|f| matches(bare, f, rest))
         })
         .max_by_key(|s| (s.letters, s.pieces.len(), s.family == NONE))
         .map(|s| s.family)
         .filter(|&f| f != NONE)
 }
 
-/// Evidence for an NCCL WARN line whose message is a catalogued failure; `hint` gives the
-/// family's hint.
-pub fn parse(line: &str, hint: impl Fn(&str) -> Option<&'static str>) -> Option<Evidence> {
+/// The hint of the headline row that names `family` (every failing family of the catalog has
+/// one; see the tests).
+fn hint(family: &str) -> Option<&'static str> {
+    HEADLINE_RULES
+        .iter()
+        .find(|r| r.category == family)
+        .map(|r| r.hint)
+}
+
+/// Evidence for an NCCL WARN line whose message is a catalogued failure, with its family's hint.
+pub fn parse(line: &str) -> Option<Evidence> {
     let family = family(line)?;
     Some(Evidence::Headline {
         kind: Kind::NcclError,
         category: family.into(),
         blame: Blame::Unknown,
-        hint: hint(family)
-            .unwrap_or("NCCL reported a failure: rerun with NCCL_DEBUG=INFO and find the first failing rank.")
-            .into(),
+        hint: hint(family)?.into(),
         rule: RULE.into(),
     })
 }
@@ -179,6 +185,7 @@ mod tests {
         ];
         for s in sites() {
             assert!(families.contains(&s.family), "{}", s.family);
+            assert!(s.family == NONE || hint(s.family).is_some(), "{}", s.family);
         }
     }
 
@@ -229,13 +236,15 @@ mod tests {
     fn formats_match_piece_by_piece() {
         assert!(matches(
             "ring 0 does not loop back (1 != 0)",
-            &["ring ", " does not loop back (", " != ", ")"]
+            "ring ",
+            &[" does not loop back (", " != ", ")"]
         ));
         assert!(!matches(
             "a ring 0 does not loop back",
-            &["ring ", " does not loop back"]
+            "ring ",
+            &[" does not loop back"]
         ));
-        assert!(!matches("ring 0 loops", &["ring ", " does not loop back"]));
+        assert!(!matches("ring 0 loops", "ring ", &[" does not loop back"]));
         assert_eq!(untagged("NET/IB : Got completion"), "Got completion");
         assert_eq!(untagged("Cuda failure 'x'"), "Cuda failure 'x'");
         assert_eq!(

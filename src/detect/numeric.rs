@@ -383,14 +383,11 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     // statement that writes it is code.
     let message = level_message(line)
         .filter(|r| !super::code::holds_error_in_code(line, std::slice::from_ref(r)));
-    let in_message = |m: &regex::Match| {
-        message
-            .as_ref()
-            .is_some_and(|r| r.start <= m.start() && m.end() <= r.end)
-    };
     let sentence = |c: &regex::Captures| {
         c.get(0).is_some_and(|m| match &message {
-            Some(r) if in_message(&m) => p.message_prose.is_match(&line[r.start..m.start()]),
+            Some(r) if r.start <= m.start() && m.end() <= r.end => {
+                p.message_prose.is_match(&line[r.start..m.start()])
+            }
             _ => {
                 !reported_code(m)
                     && (p.prose.is_match(&line[..m.start()])
@@ -435,26 +432,26 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
                         .is_match(&text[..c.get(0).map_or(0, |m| m.start())])
                 })
             }) {
-                let tok = c.name("tok")?.as_str();
-                let key = c.name("key")?.as_str().to_ascii_lowercase();
-                return Some(if key.contains("loss") {
-                    loss_headline(tok, false)
-                } else {
-                    headline("nan_grad_norm", GRAD_HINT)
-                });
+                return value_headline(&c, false);
             }
             return runtime_message(line, UNSPECIFIED_LOSS_CHECKS).flatten();
         };
         return Some(loss_headline(g.name("tok")?.as_str(), false));
     };
-    let key = hit.name("key")?.as_str().to_ascii_lowercase();
     let tok = hit.name("tok")?;
     // "Loss is inf or nan" (TensorFlow's check_numerics message for a loss) says either.
     let either = p.or_nan.is_match(&line[tok.end()..]);
-    Some(if !key.contains("loss") {
-        headline("nan_grad_norm", GRAD_HINT)
+    value_headline(&hit, either)
+}
+
+/// The family of a key and its non-finite value (captures `key` and `tok`): a gradient norm's,
+/// or a loss's by its value ([`loss_headline`]).
+fn value_headline(c: &regex::Captures, either: bool) -> Option<Evidence> {
+    let tok = c.name("tok")?.as_str();
+    Some(if is_loss(c) {
+        loss_headline(tok, either)
     } else {
-        loss_headline(tok.as_str(), either)
+        headline("nan_grad_norm", GRAD_HINT)
     })
 }
 

@@ -372,33 +372,36 @@ pub fn framed_as_example(intro: Option<&str>, after: Option<&str>) -> bool {
 /// own run ("CUDA out of memory occurs when fine-tuning with LoRA", "… happens when you call
 /// generate()"), and a first-person report cue elsewhere keeps the line a report.
 fn explained_to_the_reader(line: &str, hits: &[Range<usize>]) -> bool {
+    // Said of the error: when it happens, to "you".
+    const WHEN_YOU: &str = r"(?:occurs|happens|appears|arises|is raised|is thrown)\s+(?:\w+\s+)?(?:when|if|because)\s+(?:you|your)\b";
     static R: OnceLock<Regex> = OnceLock::new();
-    let r = cached(
-        &R,
-        r"(?i)\b(?:occurs|happens|appears|arises|is raised|is thrown)\s+(?:\w+\s+)?(?:when|if|because)\s+(?:you|your)\b",
-    );
     static SUBJECT: OnceLock<Regex> = OnceLock::new();
     static NEXT: OnceLock<Regex> = OnceLock::new();
+    let r = R.get_or_init(|| Regex::new(&format!(r"(?i)\b{WHEN_YOU}")).expect("static regex"));
+    let next = NEXT.get_or_init(|| {
+        Regex::new(&format!(
+            r"(?i)[.!?]\s+this(?:\s+(?:error|exception|issue|problem))?\s+(?:(?:usually|typically|often|generally|mostly)\s+)?{WHEN_YOU}"
+        ))
+        .expect("static regex")
+    });
     let first = hits.iter().map(|h| h.end).min().unwrap_or(0);
-    // Or the error is named inside a sentence (two plain words before it: a pasted error opens
-    // its line) and the next sentence takes it up as its subject and says the same: "Ah, the
-    // dreaded CUDA out of memory error! This happens when your GPU runs out of memory …".
     let start = hits.iter().map(|h| h.start).min().unwrap_or(0);
-    let named_inside = line.get(..start).map_or(0, words) >= 2;
-    let next = cached(
-        &NEXT,
-        r"(?i)[.!?]\s+this(?:\s+(?:error|exception|issue|problem))?\s+(?:(?:usually|typically|often|generally|mostly)\s+)?(?:occurs|happens|appears|arises|is raised|is thrown)\s+(?:\w+\s+)?(?:when|if|because)\s+(?:you|your)\b",
-    );
-    if let Some(m) = next.find_at(line, first).filter(|_| named_inside) {
-        let rest = format!("{} {}", &line[..m.start()], &line[m.end()..]);
-        return !report_cue().is_match(&rest);
-    }
-    // The error is the sentence's subject: "The …", "This error …" (a report's title or repro
+    // Either the error is named inside a sentence (two plain words before it: a pasted error
+    // opens its line) and the next sentence takes it up as its subject and says the same: "Ah,
+    // the dreaded CUDA out of memory error! This happens when your GPU runs out of memory …";
+    // or the error is the sentence's subject: "The …", "This error …" (a report's title or repro
     // line starts with the error or with its own words: "… happens when you call generate()").
-    if !cached(&SUBJECT, r"^\s*(?i:the|this|that|a|an)\s").is_match(line) {
-        return false;
-    }
-    let Some(m) = r.find_at(line, first) else {
+    let named_inside = line.get(..start).map_or(0, words) >= 2;
+    let said = named_inside
+        .then(|| next.find_at(line, first))
+        .flatten()
+        .or_else(|| {
+            cached(&SUBJECT, r"^\s*(?i:the|this|that|a|an)\s")
+                .is_match(line)
+                .then(|| r.find_at(line, first))
+                .flatten()
+        });
+    let Some(m) = said else {
         return false;
     };
     let rest = format!("{} {}", &line[..m.start()], &line[m.end()..]);

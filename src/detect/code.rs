@@ -116,6 +116,16 @@ fn declaration_start() -> &'static Regex {
     )
 }
 
+/// A `switch` label on an enum's value, as error-to-string tables in C, C++, Java and C# write
+/// them: `case cudaErrorIllegalAddress:` (also qualified, `case cudaError::X:`), with nothing or
+/// the branch's statement after the colon. A label is never output.
+fn switch_label(before: &str, after: &str) -> bool {
+    static CASE: OnceLock<Regex> = OnceLock::new();
+    static COLON: OnceLock<Regex> = OnceLock::new();
+    cached(&CASE, r"^\s*case\s+(?:\w+(?:::|\.))*$").is_match(before)
+        && cached(&COLON, r"^\s*:(?:[^:]|$)").is_match(after)
+}
+
 /// An enum's name that a sentence goes on to define: "CUDA_ERROR_OUT_OF_MEMORY means the driver
 /// could not …", "`cudaErrorLaunchFailure` (719) indicates …", "ncclSystemError is returned
 /// when …".
@@ -268,7 +278,11 @@ pub fn holds_error_in_code(line: &str, hits: &[Range<usize>]) -> bool {
     if handler_clause().is_match(line) || pattern_field().is_match(line) || class_alone(line) {
         return true;
     }
-    if hits.iter().all(|h| defined_or_glossed(line, h)) || template_number().is_match(line) {
+    if hits
+        .iter()
+        .all(|h| defined_or_glossed(line, h) || calls_a_function(line, h))
+        || template_number().is_match(line)
+    {
         return true;
     }
     let lits = literals(line);
@@ -312,6 +326,34 @@ fn escaped_line_of<'a>(line: &'a str, lit: &Range<usize>, hit: &Range<usize>) ->
     inner.get(start..stop).unwrap_or(inner)
 }
 
+/// Is `hit` the start of a function or macro that the line calls, rather than an error's
+/// name: `cudaErrorToString(result)`, `CUDA_ERROR_CHECK(cudaMalloc(…))`? The identifier that
+/// the hit begins runs on into `(` and is not one of the CUDA enums' names (a wrapper may print
+/// `CUDA_ERROR_ILLEGAL_ADDRESS(700)`).
+fn calls_a_function(line: &str, hit: &Range<usize>) -> bool {
+    let after = line.get(hit.end..).unwrap_or("");
+    let rest = after.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+    // The literal is a prefix of a longer identifier (`cudaError` of `cudaErrorToString`); a
+    // call of a literal itself is the traceback's source line, which other checks read.
+    if !rest.starts_with('(') || rest.len() == after.len() {
+        return false;
+    }
+    // A value in the parentheses is an enum printed with its value (CUDA.jl's
+    // `cudaError_enum(0x000002bc)`), not a call.
+    if rest[1..]
+        .trim_start()
+        .starts_with(|c: char| c.is_ascii_digit() || c == '-')
+    {
+        return false;
+    }
+    let Some(ident) = line.get(hit.start..line.len() - rest.len()) else {
+        return false;
+    };
+    !super::cuda_catalog::errors()
+        .iter()
+        .any(|e| e.runtime_name == ident || e.driver_name == Some(ident))
+}
+
 /// Is `hit` an enum name defined with its value (`NAME = 700` opening the line) or glossed by
 /// one ("700 is NAME")? Only identifiers qualify: a message in words is never an enum.
 fn defined_or_glossed(line: &str, hit: &Range<usize>) -> bool {
@@ -335,6 +377,7 @@ fn defined_or_glossed(line: &str, hit: &Range<usize>) -> bool {
     }
     let opens_line = declaration_start().is_match(before);
     (opens_line && (defined_after().is_match(after) || described_in_table().is_match(after)))
+        || switch_label(before, after)
         || glossed_before().is_match(before)
         || explained_after().is_match(after)
 }
@@ -563,6 +606,46 @@ mod tests {
         assert!(in_code(
             "    public static final int CUDA_ERROR_ASSERT                         = 710;",
             "CUDA_ERROR_ASSERT"
+        ));
+        // A function or macro named after the enum, called: code. An enum name with its value
+        // in parentheses is output.
+        assert!(in_code(
+            "                file, line, static_cast<unsigned int>(result), cudaErrorToString(result), func);",
+            "cudaError"
+        ));
+        assert!(in_code(
+            "    CUDA_ERROR_CHECK(cudaMalloc(&ptr, bytes));",
+            "CUDA_ERROR_"
+        ));
+        assert!(!in_code(
+            "Fatal: CUDA_ERROR_ILLEGAL_ADDRESS(700) in kernel launch",
+            "CUDA_ERROR_"
+        ));
+        assert!(!in_code(
+            "CUDA.CuError(code=CUDA.cudaError_enum(0x000002bc), details=CUDA.Optional{String}(data=nothing))",
+            "cudaError"
+        ));
+        // An error-to-string table's switch labels, bare or qualified, with the branch after.
+        assert!(in_code(
+            "        case cudaErrorIllegalAddress:",
+            "cudaErrorIllegalAddress"
+        ));
+        assert!(in_code(
+            "        case cudaErrorNvlinkUncorrectable :",
+            "cudaErrorNvlinkUncorrectable"
+        ));
+        assert!(in_code(
+            "    case CUresult::CUDA_ERROR_ILLEGAL_ADDRESS: return \"illegal address\";",
+            "CUDA_ERROR_ILLEGAL_ADDRESS"
+        ));
+        // Output that happens to follow the word, or a path after the name, is no label.
+        assert!(!in_code(
+            "test case cudaErrorIllegalAddress: kernel crashed at step 3",
+            "cudaErrorIllegalAddress"
+        ));
+        assert!(!in_code(
+            "case cudaErrorIllegalAddress::foo",
+            "cudaErrorIllegalAddress"
         ));
         // A sentence's words before the name are no declaration.
         assert!(!in_code(

@@ -598,8 +598,8 @@ mod tests {
     fn refines_names_messages_and_wordings() {
         for (line, want) in [
             // The runtime's message after PyTorch's prefix, cutorch's and Caffe's.
-            ("RuntimeError: CUDA error: invalid device function", "invalid_device_function"),
-            ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=8 : invalid device function", "invalid_device_function"),
+            ("RuntimeError: CUDA error: invalid device function", "no_kernel_image"),
+            ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=8 : invalid device function", "no_kernel_image"),
             ("Check failed: error == cudaSuccess (100 vs. 0)  no CUDA-capable device is detected", "no_cuda_device"),
             ("RuntimeError: CUDA error: invalid device ordinal", "invalid_device_ordinal"),
             ("RuntimeError: CUDA error: system not yet initialized", "system_not_ready"),
@@ -608,7 +608,7 @@ mod tests {
             ("RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.", "unsupported_ptx_version"),
             // Names, longest first.
             ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA_ERROR_INVALID_HANDLE", "invalid_resource_handle"),
-            ("what():  cudaErrorInvalidDeviceFunction: invalid device function", "invalid_device_function"),
+            ("what():  cudaErrorInvalidDeviceFunction: invalid device function", "no_kernel_image"),
             ("cudaErrorInvalidDevice: invalid device ordinal", "invalid_device_ordinal"),
             ("RuntimeError: No CUDA GPUs are available", "no_cuda_device"),
             ("UserWarning: CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program start.", "unknown_error"),
@@ -631,8 +631,8 @@ mod tests {
             ("RuntimeError: CUDA error: unspecified launch failure in prior launch", "unspecified_launch_failure"),
             ("CUDA_ERROR_TENSOR_MEMORY_LEAK", "tensor_memory_leak"),
             // ROCm: the runtime's message after PyTorch's hipified prefix, and HIP's own names.
-            ("RuntimeError: HIP error: invalid device function", "invalid_device_function"),
-            ("hipErrorInvalidDeviceFunction", "invalid_device_function"),
+            ("RuntimeError: HIP error: invalid device function", "no_kernel_image"),
+            ("hipErrorInvalidDeviceFunction", "no_kernel_image"),
             ("what():  hipErrorIllegalAddress: an illegal memory access", "illegal_memory_access"),
             ("failed with hipErrorOutOfMemory", "cuda_oom"),
             ("hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", "no_kernel_image"),

@@ -867,7 +867,7 @@ mod tests {
             ("RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/generic/THCStorage.cu:58", Kind::Oom, "cuda_oom"),
             ("RuntimeError: cuda runtime error (77) : an illegal memory access was encountered at /pytorch/aten/src/THC/THCCachingHostAllocator.cpp:265", Kind::CudaError, "illegal_memory_access"),
             ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingHostAllocator.cpp line=265 error=59 : device-side assert triggered", Kind::DeviceAssert, "unknown"),
-            ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=8 : invalid device function", Kind::CudaError, "invalid_device_function"),
+            ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=8 : invalid device function", Kind::CudaError, "no_kernel_image"),
         ] {
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
         }
@@ -955,8 +955,23 @@ mod tests {
             ("RuntimeError: NCCL Error 3: internal error", Kind::NcclError, "nccl_internal_error"),
             ("RuntimeError: NCCL Error 2: unhandled system error", Kind::NcclError, "nccl_unhandled_system_error"),
             // torch.distributed: the store barrier, the exception classes, the watchdog (2.3+).
-            ("RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: store_based_barrier_key:1 (world_size=8, worker_count=4, timeout=0:30:00)", Kind::NcclError, "c10d_store_connect_failed"),
-            ("torch.distributed.DistNetworkError: Connection reset by peer", Kind::NcclError, "nccl_remote_error"),
+            ("RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: store_based_barrier_key:1 (world_size=8, worker_count=4, timeout=0:30:00)", Kind::NcclError, "c10d_store_barrier_timeout"),
+            // c10d raises DistNetworkError from its store's sockets; rendezvous's error names the
+            // failure above it; NCCL's own socket errors stay NCCL's.
+            ("torch.distributed.DistNetworkError: Connection reset by peer", Kind::NcclError, "c10d_store_connect_failed"),
+            ("Torchrun / torch.distributed.run throws RendezvousConnectionError / DistNetworkError (Connection reset by peer)", Kind::NcclError, "rendezvous_connection_failed"),
+            ("[c10d] Connection reset by peer while sending to rank 3", Kind::NcclError, "nccl_remote_error"),
+            // Shortened titles of NCCL's IB completion error and the heartbeat monitor.
+            ("Distributed model training with nccl error\u{ff1a}NCCL WARN NET/IB Got completion error 12", Kind::NcclError, "nccl_ib_completion_error"),
+            ("\"ProcessGroupNCCL's watchdog got stuck\" when training Reinforce in multiple nodes at making experience stage.", Kind::NcclError, "nccl_heartbeat_monitor_timeout"),
+            // XLA's memory statuses on TPU (PJRT, the compiler); a gRPC status of another
+            // resource is no OOM.
+            ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 21.90G of 7.48G hbm. Exceeded hbm capacity by 14.42G.", Kind::Oom, "cuda_oom"),
+            ("`jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 15.65G. That was not possible. There are 11.08G free.; (0x0x0_HBM0)`", Kind::Oom, "cuda_oom"),
+            // HANDLE_ERROR-style checks print the runtime's message alone (RELION).
+            ("KERNEL_ERROR: invalid device function in /sw/relion/2.0beta-git/src/gpu_utils/cuda_ml_optimiser.cu at line 273 (error-code 8)", Kind::CudaError, "no_kernel_image"),
+            // tensorboardX's check on a logged value.
+            ("WARNING:root:NaN or Inf found in input tensor.", Kind::Numeric, "non_finite_loss"),
             ("[rank0]:[E ProcessGroupNCCL.cpp:1414] [PG 0 (default_pg) Rank 0] Process group watchdog thread terminated with exception: NCCL error: remote process exited or there was a network error, NCCL version 2.20.5", Kind::NcclError, "nccl_remote_error"),
             // Numerics: TensorFlow's clip_by_global_norm, Lightning, JAX debug_nans.
             ("InvalidArgumentError: Found Inf or NaN global norm. : Tensor had NaN values", Kind::Numeric, "nan_grad_norm"),
@@ -1050,9 +1065,9 @@ mod tests {
             ("E tensorflow/stream_executor/rocm/rocm_driver.cc:600] failed to allocate 890.06M (933298432 bytes) from device: HIP_ERROR_OutOfMemory", Kind::Oom, "cuda_oom"),
             ("mnist.py: failed to allocate 8.00G from device: hipError_t(1002)", Kind::Oom, "cuda_oom"),
             // PyTorch's hipified checks and HIP's names.
-            ("RuntimeError: HIP error: invalid device function", Kind::CudaError, "invalid_device_function"),
+            ("RuntimeError: HIP error: invalid device function", Kind::CudaError, "no_kernel_image"),
             ("RuntimeError: HIP error: out of memory", Kind::Oom, "cuda_oom"),
-            ("terminate called after throwing an instance of 'std::runtime_error' what(): hipErrorInvalidDeviceFunction", Kind::CudaError, "invalid_device_function"),
+            ("terminate called after throwing an instance of 'std::runtime_error' what(): hipErrorInvalidDeviceFunction", Kind::CudaError, "no_kernel_image"),
             ("hipMalloc failed: hipErrorOutOfMemory", Kind::Oom, "cuda_oom"),
             // CUDA.jl's exception in device code, older and newer wording.
             ("ERROR: a exception was thrown during kernel execution.", Kind::DeviceAssert, "kernel_exception"),
@@ -1238,6 +1253,8 @@ mod tests {
             "kernel: Out of memory: Killed process 4242 (python3) total-vm:81234567kB",
             "wandb: ERROR Error while calling W&B API: Connection reset by peer",
             "ssh: connect to host node02: Connection closed by remote peer",
+            // Other resources' statuses under the same absl code.
+            "grpc: RESOURCE_EXHAUSTED: Received message larger than max (5242880 vs. 4194304)",
         ] {
             assert_eq!(headline(&d, line), None, "{line}");
         }

@@ -235,6 +235,20 @@ const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
 const UNSPECIFIED_LOSS_CHECKS: &[(&str, &str, &str)] =
     &[("Invalid loss, terminating training", "unknown", LOSS_HINT)];
 
+/// tensorboardX's `check_nan` on every value a script logs (tensorboardX/x2num.py, `make_np`):
+/// "WARNING:root:NaN or Inf found in input tensor." It names no value; a script's logged scalars
+/// are its loss first of all, so the family is the loss's until a line that prints the value
+/// names it ([`PROVISIONAL_RULE`]).
+const LOGGED_VALUE_CHECKS: &[(&str, &str, &str)] = &[(
+    "NaN or Inf found in input tensor",
+    "non_finite_loss",
+    LOSS_HINT,
+)];
+
+/// The rule name of a numeric family that is a guess: the incident it opens takes the family of
+/// the next numeric line that names its value (a `grad_norm: nan`, a collapsing loss scale).
+pub const PROVISIONAL_RULE: &str = "non_finite_logged_value";
+
 /// Loss scalers that give up: DeepSpeed "Current loss scale already at minimum - cannot
 /// decrease scale anymore." (deepspeed/runtime/fp16/loss_scaler.py), fairseq "Minimum loss
 /// scale reached (0.0001). Your loss is probably exploding." (fairseq/optim/
@@ -321,6 +335,24 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     }
     if let Some(Some(e)) = runtime_message(line, LATE_RUNTIME_CHECKS) {
         return Some(e);
+    }
+    if let Some(e) = runtime_message(line, LOGGED_VALUE_CHECKS) {
+        return e.map(|e| match e {
+            Evidence::Headline {
+                kind,
+                category,
+                blame,
+                hint,
+                ..
+            } => Evidence::Headline {
+                kind,
+                category,
+                blame,
+                hint,
+                rule: PROVISIONAL_RULE.into(),
+            },
+            other => other,
+        });
     }
     if line.contains("infinite or NaN") && line.to_ascii_lowercase().contains("loss") {
         return Some(headline("non_finite_loss", LOSS_HINT));

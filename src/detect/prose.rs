@@ -185,6 +185,9 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     if explained_to_the_reader(line, hits) {
         return true;
     }
+    if named_as_a_common_error(line, hits) {
+        return true;
+    }
     if !(line.contains('`') || line.contains(OPENING_QUOTES)) {
         return explained_in_a_paragraph(line, hits);
     }
@@ -321,7 +324,9 @@ fn bare_type_name(line: &str, hit: &Range<usize>) -> bool {
 
 /// The line before a quoted error frames it as an example, not as output someone got: a sentence
 /// that ends in a colon and says "for example", "e.g.", "such as" or "instead of" (a pull request
-/// showing a message before and after a change) in one of the languages articles are written in,
+/// showing a message before and after a change), or that the error "commonly appears as", in one
+/// of the languages articles are written in (sites publish machine translations of one article in
+/// a dozen: Indonesian "seperti", Polish "taki jak", Dutch "zoals", …),
 /// in a generic or hypothetical voice ("you may see errors such as:", "errors can look different,
 /// for example:", "instead of:") that no report cue claims. A report introduces its own errors
 /// the same way ("Logs from the failed ranks contain errors such as:", "多个节点随机报错，例如：")
@@ -333,12 +338,12 @@ fn introduces_an_example(t: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let r = cached(
         &R,
-        r"(?i)\b(?:for example|for instance|e\.\s?g\.|such as|instead of|par exemple|por ejemplo|zum beispiel|z\.\s?b\.|например|к примеру)(?:\W|$)|例如|比如|譬如|例えば|たとえば|예를 들어|예를 들면",
+        r"(?i)\b(?:for example|for instance|e\.\s?g\.|such as|instead of|(?:commonly|usually|typically|often|generally|normally)\s+(?:appears?|looks?|shows? up|reads?|is (?:displayed|shown|printed)|manifests?)\s+(?:as|like)|par exemple|tel(?:le)?s? que|por ejemplo|por exemplo|tal(?:es)? como|zum beispiel|z\.\s?b\.|wie etwa|ad esempio|per esempio|bijvoorbeeld|zoals|na przykład|np\.|tak(?:i|ie|a|ich) jak|například|jako např\.|misalnya|contohnya|seperti|örneğin|gibi|ví dụ|chẳng hạn như|till exempel|t\.\s?ex\.|såsom|например|к примеру|так(?:ие|ой|ая|их) как|наприклад|так(?:і|ий|а) як)(?:\W|$)|例如|比如|譬如|例えば|たとえば|예를 들어|예를 들면",
     );
     static GENERIC: OnceLock<Regex> = OnceLock::new();
     let generic = cached(
         &GENERIC,
-        r"(?i)\b(?:instead of|you|your|may|might|can|could|would|typically|usually|often|common|commonly|various|different)\b|\bвы\b|\bвас\b|\bваш|\bмож|обычно|你|您|可能|通常|常见|各种|よく|場合|수 있|보통",
+        r"(?i)\b(?:instead of|you|your|may|might|can|could|would|typically|usually|often|common|commonly|various|different|vous|votre|peut|pourrait|probablement|généralement|usted|puede|podría|probablemente|normalmente|você|pode|provavelmente|geralmente|sie|kann|könnte|wahrscheinlich|potresti|può|probabilmente|jij|kunt|kunnen|waarschijnlijk|prawdopodobnie|może|możesz|zwykle|pravděpodobně|můžete|obvykle|anda|kamu|mungkin|kemungkinan|biasanya|muhtemelen|genellikle|bạn|có thể|förmodligen)\b|\bвы\b|\bвас\b|\bваш|\bмож|обычно|\bви\b|можливо|зазвичай|你|您|可能|通常|常见|各种|よく|場合|수 있|보통",
     );
     r.is_match(t) && generic.is_match(t) && !report_cue().is_match(t) && !cjk_report_cue(t)
 }
@@ -406,6 +411,42 @@ fn explained_to_the_reader(line: &str, hits: &[Range<usize>]) -> bool {
     };
     let rest = format!("{} {}", &line[..m.start()], &line[m.end()..]);
     !report_cue().is_match(&rest)
+}
+
+/// An error that the sentence naming it calls a common or typical one, the way articles introduce
+/// the error they go on to explain: "When working with PyTorch, a common error encountered is the
+/// OutOfMemoryError: …", "开发者遇到了一个典型的深度学习训练错误：RuntimeError: …". A report
+/// speaks of its own run (in the first person, or asking for help), not of errors in general.
+fn named_as_a_common_error(line: &str, hits: &[Range<usize>]) -> bool {
+    static EN: OnceLock<Regex> = OnceLock::new();
+    static CJK: OnceLock<Regex> = OnceLock::new();
+    let first = hits.iter().map(|h| h.start).min().unwrap_or(0);
+    let before = line.get(..first).unwrap_or("");
+    // The sentence that names the error: from the last sentence end before it.
+    let sentence = before
+        .char_indices()
+        .rev()
+        .find(|(_, c)| matches!(c, '.' | '!' | '?' | '\u{3002}' | '\u{ff01}' | '\u{ff1f}'))
+        .and_then(|(i, c)| before.get(i + c.len_utf8()..))
+        .unwrap_or(before);
+    let common = cached(
+        &EN,
+        r"(?i)\b(?:a|an|one of the(?: most)?)\s+(?:very\s+)?(?:common|typical|frequent|frequently encountered)\s+(?:[\w-]+\s+){0,3}?(?:error|exception|problem|issue)s?\b",
+    )
+    .is_match(sentence)
+        || cached(
+            &CJK,
+            r"(?:常见|常見|典型)的?[^，。,.！？!?]{0,12}?(?:错误|錯誤|报错|報錯|问题|問題|异常|異常)",
+        )
+        .is_match(sentence);
+    // Only a person or a plea counts against it: an article's next sentence says when the error
+    // "occurs", which [`report_cue`] reads as a report.
+    static PERSON: OnceLock<Regex> = OnceLock::new();
+    let person = cached(
+        &PERSON,
+        r"(?i)\b(?:i|i'm|i've|we|we're|we've|my|our|me|us)\b|\bany\s+(?:ideas?|help|suggestions?)\b|\bplease\s+help\b",
+    );
+    common && !person.is_match(line) && !cjk_report_cue(line)
 }
 
 /// Han, kana and hangul characters in `text`.
@@ -692,8 +733,25 @@ mod tests {
             "Halfway through, the run prints:",
             Some(", and every later call fails too.")
         ));
+        // Machine translations of one article (Indonesian, Polish, Dutch), and an article's
+        // "the error commonly appears as:".
+        assert!(ex(
+            "Jika Anda bekerja dengan model pembelajaran mendalam di PyTorch, kemungkinan besar Anda menemukan pesan kesalahan yang membingungkan seperti:",
+            None
+        ));
+        assert!(ex(
+            "Jeśli pracujesz z modelami głębokiego uczenia się w PyTorch, prawdopodobnie natknąłeś się na zagadkowy komunikat o błędzie, taki jak:",
+            None
+        ));
+        assert!(ex("Je kunt foutmeldingen zien zoals:", None));
+        assert!(ex(
+            "In machine learning frameworks, the error commonly appears as:",
+            None
+        ));
         // Reports stay reports.
         assert!(!ex("I get errors such as:", None));
+        assert!(!ex("The error appears as:", None));
+        assert!(!ex("Mój trening kończy się błędem taki jak:", None));
         assert!(!ex("训练到第3个epoch时报错：", Some("，请问怎么解决？")));
         // A report introduces its own errors the same way.
         assert!(!ex(
@@ -736,6 +794,36 @@ mod tests {
         assert!(mention(
             "As the programming guide notes, ``cudaErrorIllegalAddress`` leaves the context unusable, so the process has to restart.",
             "cudaErrorIllegalAddress"
+        ));
+    }
+
+    #[test]
+    fn common_errors_named_by_articles_are_mentions() {
+        assert!(mention(
+            "When working with deep learning frameworks like PyTorch or TensorFlow, a common error encountered is the OutOfMemoryError: CUDA out of memory. This occurs when the GPU's memory is insufficient.",
+            "CUDA out of memory"
+        ));
+        assert!(mention(
+            "在项目的训练过程中,开发者遇到了一个典型的深度学习训练错误：RuntimeError: CUDA error: device-side assert triggered。这个错误通常与张量操作有关。",
+            "device-side assert triggered"
+        ));
+        // A sentence end of several bytes before the error.
+        assert!(!mention(
+            "想问一下这个问题大概可能是什么版本出错了呀？RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED",
+            "CUDNN_STATUS_EXECUTION_FAILED"
+        ));
+        // The reporter's own run: a report cue, or the error before the words.
+        assert!(!mention(
+            "I keep hitting a common error on my cluster: RuntimeError: CUDA out of memory",
+            "CUDA out of memory"
+        ));
+        assert!(!mention(
+            "我在训练时遇到了一个常见的错误：RuntimeError: CUDA out of memory",
+            "CUDA out of memory"
+        ));
+        assert!(!mention(
+            "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB. One of the most common issues with this model.",
+            "CUDA out of memory"
         ));
     }
 

@@ -402,6 +402,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "no kernel image is available for execution",
             "CUDA_ERROR_NO_BINARY_FOR_GPU",
             "cudaErrorNoKernelImageForDevice",
+            // `cudaErrorInvalidDeviceFunction` (98) / `hipErrorInvalidDeviceFunction`: the
+            // launched function has no code for this device, the same cause and remedy (CUDA
+            // Runtime API, enum `cudaError`; the catalog maps both names here). Its message
+            // alone, as `HANDLE_ERROR`-style checks print it: "invalid device function in
+            // foo.cu at line 273".
+            "invalid device function",
         ],
         kind: Kind::CudaError,
         category: "no_kernel_image",
@@ -871,6 +877,27 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // XLA (JAX, TensorFlow on XLA) reports an exhausted device memory as an absl status
+        // whose code it prints as `RESOURCE_EXHAUSTED:`, with the allocator's or compiler's
+        // sentence after it. On TPUs: "Error allocating device buffer: Attempting to allocate
+        // 15.65G. That was not possible. There are 11.08G free." (PJRT) and "XLA:TPU compile
+        // permanent error. Ran out of memory in memory space hbm." (the compiler, also `vmem`).
+        // The allocation's words are anyone's, so the status code must be on the line; the GPU
+        // allocator's own sentence has a row above ("Out of memory while trying to allocate").
+        name: "xla_resource_exhausted",
+        literals: &[
+            "Attempting to allocate",
+            "Ran out of memory in memory space",
+        ],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: OOM_HINT,
+        priority: MID,
+        requires_any: &["RESOURCE_EXHAUSTED", "That was not possible"],
+        refines: &[],
+    },
+    HeadlineRule {
         // MXNet's GPU memory pool: "src/storage/./pooled_storage_manager.h:62: Memory allocation
         // failed." (`GPUPooledStorageManager::Alloc` after cudaMalloc failed, MXNet 0.x–1.x). The
         // words alone are any allocator's, so the storage manager's file must be on the line.
@@ -1050,7 +1077,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         name: "nccl_heartbeat_monitor_timeout",
         literals: &[
             "Heartbeat monitor timed out",
-            "watchdog got stuck for",
+            // "ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress …";
+            // titles quote it without the duration.
+            "'s watchdog got stuck",
             "Received a global timeout from another rank",
             "Received a dump signal due to a collective timeout",
         ],
@@ -1287,6 +1316,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                failing rank's own error), or the network between the hosts dropped.",
         // Above `c10d_store_connect_failed`, whose exception class may head the same line.
         priority: MID + 1,
+        // Not `DistNetworkError` alone: c10d raises it from its store's sockets (c10d Utils.hpp
+        // `sendBytes`/`recvBytes`, socket.cpp), so "DistNetworkError: Connection reset by peer"
+        // is the store's connection, which `c10d_store_connect_failed` names.
         requires_any: &[
             "NCCL",
             "nccl",
@@ -1294,7 +1326,6 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "c10d",
             "ProcessGroup",
             "socketProgress",
-            "DistNetworkError",
         ],
         refines: &[],
     },
@@ -1336,7 +1367,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // NCCL net_ib.cc: "NET/IB : Got completion from peer %s with error %d, opcode %d, len %d,
         // vendor err %d" (2.x), older "NET/IB : Got completion with error %d, opcode %d, …". NCCL
         // prints them under `NCCL WARN`, but launchers and log shippers often strip that prefix.
-        literals: &["Got completion from peer", "Got completion with error"],
+        // Titles shorten it: "NCCL WARN NET/IB Got completion error 12".
+        literals: &[
+            "Got completion from peer",
+            "Got completion with error",
+            "Got completion error",
+        ],
         kind: Kind::NcclError,
         category: "nccl_ib_completion_error",
         blame: Blame::Hardware,
@@ -1387,10 +1423,6 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // PyTorch 1.x's TCPStore client connect (c10d Utils.cpp, `tcputil::connect`):
             // "connect() timed out. Original timeout was 60000 ms."
             "connect() timed out. Original timeout was",
-            // init_process_group's barrier over the store: "Timed out initializing process group
-            // in store based barrier on rank: 3, for key: store_based_barrier_key:1 (world_size=8,
-            // worker_count=4, timeout=0:30:00)" (distributed_c10d.py `_store_based_barrier`).
-            "Timed out initializing process group in store",
             // torch.distributed's exception classes for the store and its sockets
             // (torch/distributed/__init__.py); the socket error after them ranks higher.
             "DistNetworkError",
@@ -1403,6 +1435,27 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                died, has not started, or MASTER_ADDR/MASTER_PORT, DNS or a firewall is wrong; \
                check the rank that hosts the store first.",
         priority: MID,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // init_process_group's barrier over the store (torch/distributed/distributed_c10d.py,
+        // `_store_based_barrier`, PyTorch 1.x–2.x): every rank adds one to a store key and waits
+        // until the count reaches the world size: "Timed out initializing process group in store
+        // based barrier on rank: 3, for key: store_based_barrier_key:1 (world_size=8,
+        // worker_count=4, timeout=0:30:00)". The store answered, so the connection worked; the
+        // ranks did not all arrive.
+        name: "c10d_store_barrier_timeout",
+        literals: &["Timed out initializing process group in store"],
+        kind: Kind::NcclError,
+        category: "c10d_store_barrier_timeout",
+        blame: Blame::Unknown,
+        hint: "Not every rank reached init_process_group's store-based barrier in time: compare \
+               worker_count with world_size in the message. Fewer means some ranks crashed or \
+               hang before init_process_group (read their logs) or fewer processes started than \
+               world_size; more means ranks of another run or process group share the store \
+               (a stale MASTER_PORT, or world_size set lower than the ranks started).",
+        priority: MID + 1,
         requires_any: &[],
         refines: &[],
     },
@@ -1519,7 +1572,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: "torchrun's rendezvous failed: its backend (the c10d store or etcd endpoint in \
                --rdzv-endpoint) is unreachable, or not every node joined within the rendezvous \
                timeout; check the endpoint host and that all nodes started.",
-        priority: MID,
+        // Above `c10d_store_connect_failed`: a line that names both ("RendezvousConnectionError
+        // / DistNetworkError (Connection reset by peer)") is about the rendezvous.
+        priority: MID + 1,
         requires_any: &[],
         refines: &[],
     },
@@ -1608,6 +1663,7 @@ pub const SUMMARY_LITERALS: &[&str] = &[
 /// scale. Kept specific so ordinary `loss=` progress lines never reach the regexes.
 pub const NUMERIC_LITERALS: &[&str] = &[
     "non-finite",
+    "NaN or Inf found in input tensor",
     ": nan",
     ":nan",
     "=nan",

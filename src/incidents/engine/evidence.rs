@@ -4,6 +4,7 @@
 //! the shared bounds ([`Cx`]). Window expiry and closing on time live in the engine itself.
 
 use super::{EngineConfig, Open, PendingTraceback, StreamState, Update, MAX_IDENTITIES};
+use crate::detect::numeric::PROVISIONAL_RULE;
 use crate::detect::{elastic, sxid as sxidcat, xid as xidparse, xid_catalog};
 use crate::model::{
     truncate_utf8, AssertSite, Blame, Finding, GpuDriverEventKind, Incident, Kind, RootCause,
@@ -223,6 +224,11 @@ pub(super) fn headline(
             && kind == Kind::Oom
             && f.seq <= o.last_seq + 2
     });
+    // A family that is a guess (`numeric::PROVISIONAL_RULE`) yields to the first line of its
+    // kind that names one, as `unknown` does.
+    let provisional = |o: &Open| {
+        o.inc.category == "unknown" || o.headline_rule.as_deref() == Some(PROVISIONAL_RULE)
+    };
     let joins = oom_of_generic_check
         || st.open.as_ref().is_some_and(|o| {
             o.inc.kind == kind
@@ -230,7 +236,7 @@ pub(super) fn headline(
                     || o.headline_rule.as_deref() == Some(rule)
                     || o.inc.category == category
                     || category == "unknown"
-                    || o.inc.category == "unknown")
+                    || provisional(o))
         });
     if joins {
         if let Some(o) = st.open.as_mut() {
@@ -249,7 +255,8 @@ pub(super) fn headline(
             o.inc.kind = kind;
         }
         // A specific family refines a generic one ("CUDA error: …" → illegal address).
-        if o.inc.category == "unknown" && category != "unknown" && o.inc.kind == kind {
+        if provisional(o) && category != "unknown" && o.inc.kind == kind && rule != PROVISIONAL_RULE
+        {
             // The incident is now the specific family's: its further lines join it.
             o.headline_rule = Some(rule.to_owned());
             o.inc.category = category.to_owned();

@@ -117,13 +117,13 @@ fn declaration_start() -> &'static Regex {
 }
 
 /// A `switch` label on an enum's value, as error-to-string tables in C, C++, Java and C# write
-/// them: `case cudaErrorIllegalAddress:` (also qualified, `case cudaError::X:`), with nothing or
-/// the branch's statement after the colon. A label is never output.
+/// them: `case cudaErrorIllegalAddress:` (also qualified, `case cudaError::X:`), with nothing, a
+/// block, a `return` or a statement ending in `;` after the colon. A label is never output.
 fn switch_label(before: &str, after: &str) -> bool {
     static CASE: OnceLock<Regex> = OnceLock::new();
     static COLON: OnceLock<Regex> = OnceLock::new();
     cached(&CASE, r"^\s*case\s+(?:\w+(?:::|\.))*$").is_match(before)
-        && cached(&COLON, r"^\s*:(?:[^:]|$)").is_match(after)
+        && cached(&COLON, r"^\s*:(?:\s*$|\s*\{|\s*return\b|[^:].*;\s*$)").is_match(after)
 }
 
 /// An enum's name that a sentence goes on to define: "CUDA_ERROR_OUT_OF_MEMORY means the driver
@@ -327,8 +327,9 @@ fn escaped_line_of<'a>(line: &'a str, lit: &Range<usize>, hit: &Range<usize>) ->
 }
 
 /// Is `hit` the start of a function or macro that the line calls, rather than an error's
-/// name: `cudaErrorToString(result)`, `CUDA_ERROR_CHECK(cudaMalloc(…))`? The identifier that
-/// the hit begins runs on into `(` and is not one of the CUDA enums' names (a wrapper may print
+/// name: `cudaErrorToString(result)`, `CUDA_ERROR_CHECK(cudaMalloc(…));`? The identifier that
+/// the hit begins runs on into `(`, the call closes before source's punctuation or the line's
+/// end, and the identifier is not one of the CUDA enums' names (a wrapper may print
 /// `CUDA_ERROR_ILLEGAL_ADDRESS(700)`).
 fn calls_a_function(line: &str, hit: &Range<usize>) -> bool {
     let after = line.get(hit.end..).unwrap_or("");
@@ -349,6 +350,29 @@ fn calls_a_function(line: &str, hit: &Range<usize>) -> bool {
     let Some(ident) = line.get(hit.start..line.len() - rest.len()) else {
         return false;
     };
+    // Source goes on after the call with an argument separator, the statement's end or a block;
+    // a check macro's output goes on in words ("CUDA_ERROR_CHECK(cuCtxSynchronize()) failed
+    // with error 719").
+    let mut depth = 0usize;
+    let mut tail = "";
+    for (i, c) in rest.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    tail = rest.get(i + 1..).unwrap_or("");
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    if depth != 0
+        || !(tail.trim().is_empty() || tail.trim_start().starts_with([';', ',', '{', ')']))
+    {
+        return false;
+    }
     !super::cuda_catalog::errors()
         .iter()
         .any(|e| e.runtime_name == ident || e.driver_name == Some(ident))
@@ -637,6 +661,19 @@ mod tests {
         assert!(in_code(
             "    case CUresult::CUDA_ERROR_ILLEGAL_ADDRESS: return \"illegal address\";",
             "CUDA_ERROR_ILLEGAL_ADDRESS"
+        ));
+        // A check macro's output names its call and goes on in words.
+        assert!(!in_code(
+            "[rank3] CUDA_ERROR_CHECK(cuCtxSynchronize()) failed with error 719 at ops.cu:57",
+            "CUDA_ERROR_"
+        ));
+        assert!(!in_code(
+            "what(): cudaErrorCheck(cudaStreamSynchronize(s)) failed",
+            "cudaError"
+        ));
+        assert!(!in_code(
+            "case cudaErrorIllegalAddress: kernel crashed at step 3",
+            "cudaErrorIllegalAddress"
         ));
         // Output that happens to follow the word, or a path after the name, is no label.
         assert!(!in_code(

@@ -964,6 +964,7 @@ mod tests {
             // Shortened titles of NCCL's IB completion error and the heartbeat monitor.
             ("Distributed model training with nccl error\u{ff1a}NCCL WARN NET/IB Got completion error 12", Kind::NcclError, "nccl_ib_completion_error"),
             ("\"ProcessGroupNCCL's watchdog got stuck\" when training Reinforce in multiple nodes at making experience stage.", Kind::NcclError, "nccl_heartbeat_monitor_timeout"),
+            ("ProcessGroupNCCL\u{2019}s watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives.", Kind::NcclError, "nccl_heartbeat_monitor_timeout"),
             // XLA's memory statuses on TPU (PJRT, the compiler); a gRPC status of another
             // resource is no OOM.
             ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 21.90G of 7.48G hbm. Exceeded hbm capacity by 14.42G.", Kind::Oom, "cuda_oom"),
@@ -1255,6 +1256,11 @@ mod tests {
             "ssh: connect to host node02: Connection closed by remote peer",
             // Other resources' statuses under the same absl code.
             "grpc: RESOURCE_EXHAUSTED: Received message larger than max (5242880 vs. 4194304)",
+            // The new rows' words without their context: another completion queue, a device
+            // layer's own "invalid device function", a scheduler's allocation.
+            "[E] grpc: Got completion error on stream 7, retrying",
+            "what(): invalid device function for GearBoxControlDevice",
+            "Attempting to allocate 4 nodes from the scheduler. That was not possible, retrying in 30s",
         ] {
             assert_eq!(headline(&d, line), None, "{line}");
         }

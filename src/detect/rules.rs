@@ -173,6 +173,8 @@ const STORE_WAIT_HINT: &str = "The rank-0 TCPStore waited for all ranks and some
     WORLD_SIZE), or cannot reach MASTER_ADDR:MASTER_PORT. Compare the ranks that joined with the \
     world size, and check the missing ranks' own logs.";
 
+const IB_COMPLETION_HINT: &str = "An InfiniBand/RoCE work request completed with an error: \
+    check the HCA, cables and switch port of both peers (ibstat, link error counters).";
 const HIGH: u8 = 30;
 const MID: u8 = 20;
 const GENERIC: u8 = 10;
@@ -402,12 +404,6 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "no kernel image is available for execution",
             "CUDA_ERROR_NO_BINARY_FOR_GPU",
             "cudaErrorNoKernelImageForDevice",
-            // `cudaErrorInvalidDeviceFunction` (98) / `hipErrorInvalidDeviceFunction`: the
-            // launched function has no code for this device, the same cause and remedy (CUDA
-            // Runtime API, enum `cudaError`; the catalog maps both names here). Its message
-            // alone, as `HANDLE_ERROR`-style checks print it: "invalid device function in
-            // foo.cu at line 273".
-            "invalid device function",
         ],
         kind: Kind::CudaError,
         category: "no_kernel_image",
@@ -416,6 +412,24 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                build that includes this compute capability (TORCH_CUDA_ARCH_LIST).",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // `cudaErrorInvalidDeviceFunction` (98) / `hipErrorInvalidDeviceFunction`: the launched
+        // function has no code for this device, the same cause and remedy as a missing kernel
+        // image (CUDA Runtime API, enum `cudaError`; the catalog maps both names here). Its
+        // message alone, as `HANDLE_ERROR`-style checks print it: "KERNEL_ERROR: invalid device
+        // function in …/cuda_ml_optimiser.cu at line 273 (error-code 8)". The words alone are
+        // any device layer's, so the line must name CUDA, HIP or a CUDA source.
+        name: "cuda_invalid_device_function",
+        literals: &["invalid device function"],
+        kind: Kind::CudaError,
+        category: "no_kernel_image",
+        blame: Blame::Application,
+        hint: "The binary has no kernel for this GPU's architecture: install a PyTorch/extension \
+               build that includes this compute capability (TORCH_CUDA_ARCH_LIST).",
+        priority: HIGH,
+        requires_any: &["CUDA", "cuda", "Cuda", "HIP", "hip", ".cu", "error-code"],
         refines: &[],
     },
     HeadlineRule {
@@ -882,8 +896,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // sentence after it. On TPUs: "Error allocating device buffer: Attempting to allocate
         // 15.65G. That was not possible. There are 11.08G free." (PJRT) and "XLA:TPU compile
         // permanent error. Ran out of memory in memory space hbm." (the compiler, also `vmem`).
-        // The allocation's words are anyone's, so the status code must be on the line; the GPU
-        // allocator's own sentence has a row above ("Out of memory while trying to allocate").
+        // The allocation's words are anyone's, so the line must carry the status code or PJRT's
+        // whole sentence with the free memory; the GPU allocator's own sentence has a row above
+        // ("Out of memory while trying to allocate").
         name: "xla_resource_exhausted",
         literals: &[
             "Attempting to allocate",
@@ -894,7 +909,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         blame: Blame::Application,
         hint: OOM_HINT,
         priority: MID,
-        requires_any: &["RESOURCE_EXHAUSTED", "That was not possible"],
+        requires_any: &["RESOURCE_EXHAUSTED:", "That was not possible. There are"],
         refines: &[],
     },
     HeadlineRule {
@@ -1078,8 +1093,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "Heartbeat monitor timed out",
             // "ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress …";
-            // titles quote it without the duration.
-            "'s watchdog got stuck",
+            // titles quote it without the duration, web copies curl the apostrophe or drop it.
+            "watchdog got stuck",
             "Received a global timeout from another rank",
             "Received a dump signal due to a collective timeout",
         ],
@@ -1314,8 +1329,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         blame: Blame::Unknown,
         hint: "A peer rank closed its connection: it most likely died first (find the first \
                failing rank's own error), or the network between the hosts dropped.",
-        // Above `c10d_store_connect_failed`, whose exception class may head the same line.
-        priority: MID + 1,
+        // Above `c10d_store_connect_failed` and the rendezvous errors, whose exception classes
+        // may head the same line.
+        priority: MID + 2,
         // Not `DistNetworkError` alone: c10d raises it from its store's sockets (c10d Utils.hpp
         // `sendBytes`/`recvBytes`, socket.cpp), so "DistNetworkError: Connection reset by peer"
         // is the store's connection, which `c10d_store_connect_failed` names.
@@ -1367,19 +1383,27 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // NCCL net_ib.cc: "NET/IB : Got completion from peer %s with error %d, opcode %d, len %d,
         // vendor err %d" (2.x), older "NET/IB : Got completion with error %d, opcode %d, …". NCCL
         // prints them under `NCCL WARN`, but launchers and log shippers often strip that prefix.
-        // Titles shorten it: "NCCL WARN NET/IB Got completion error 12".
-        literals: &[
-            "Got completion from peer",
-            "Got completion with error",
-            "Got completion error",
-        ],
+        literals: &["Got completion from peer", "Got completion with error"],
         kind: Kind::NcclError,
         category: "nccl_ib_completion_error",
         blame: Blame::Hardware,
-        hint: "An InfiniBand/RoCE work request completed with an error: check the HCA, cables and \
-               switch port of both peers (ibstat, link error counters).",
+        hint: IB_COMPLETION_HINT,
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // Titles shorten the same message: "NCCL WARN NET/IB Got completion error 12". Those
+        // words are any completion queue's (storage and RPC clients print them), so the line
+        // must name NCCL or InfiniBand.
+        name: "nccl_ib_completion_error_short",
+        literals: &["Got completion error"],
+        kind: Kind::NcclError,
+        category: "nccl_ib_completion_error",
+        blame: Blame::Hardware,
+        hint: IB_COMPLETION_HINT,
+        priority: HIGH,
+        requires_any: &["NET/IB", "NCCL", "nccl", "ibv", "InfiniBand", "RoCE"],
         refines: &[],
     },
     HeadlineRule {
@@ -1390,8 +1414,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         blame: Blame::Unknown,
         hint: "A rank could not connect to a peer: the peer died or a firewall/interface choice \
                blocks it (NCCL_SOCKET_IFNAME).",
-        // Above `c10d_store_connect_failed`, so the socket error the store names keeps its family.
-        priority: MID + 1,
+        // Above `c10d_store_connect_failed` and the rendezvous errors, so the socket error the
+        // store or rendezvous names keeps its family.
+        priority: MID + 2,
         // NCCL's socket layer without an `NCCL` tag on the line: "include/socket.h:185 WARN Call
         // to connect failed : Connection refused", "socketPollConnect: connect to … returned
         // Connection refused" (misc/socket.cc).
@@ -1424,16 +1449,20 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // "connect() timed out. Original timeout was 60000 ms."
             "connect() timed out. Original timeout was",
             // torch.distributed's exception classes for the store and its sockets
-            // (torch/distributed/__init__.py); the socket error after them ranks higher.
+            // (torch/distributed/__init__.py). c10d raises `DistNetworkError` from the store's
+            // own sockets, so its "Connection reset by peer" is the store's; a socket error on a
+            // line that names NCCL, Gloo, c10d or ProcessGroup, and "Connection refused", rank
+            // higher.
             "DistNetworkError",
             "DistStoreError",
         ],
         kind: Kind::NcclError,
         category: "c10d_store_connect_failed",
         blame: Blame::Unknown,
-        hint: "A rank could not reach the job's c10d TCPStore: the host of rank 0 (MASTER_ADDR) \
-               died, has not started, or MASTER_ADDR/MASTER_PORT, DNS or a firewall is wrong; \
-               check the rank that hosts the store first.",
+        hint: "A rank could not reach the job's c10d TCPStore, or the store reset its connection: \
+               the host of rank 0 (MASTER_ADDR) died, has not started or is overwhelmed by ranks \
+               connecting at once, or MASTER_ADDR/MASTER_PORT, DNS or a firewall is wrong; check \
+               the rank that hosts the store first.",
         priority: MID,
         requires_any: &[],
         refines: &[],
@@ -1551,7 +1580,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                (rank 0, or torchrun's agent) exited or crashed, usually first. Find that \
                process's own error; if it is still alive, check the network between the hosts.",
         // Above `nccl_peer_connection_closed`, whose socket error ends the same line.
-        priority: MID + 2,
+        priority: MID + 3,
         requires_any: &[],
         refines: &[],
     },
@@ -1573,7 +1602,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                --rdzv-endpoint) is unreachable, or not every node joined within the rendezvous \
                timeout; check the endpoint host and that all nodes started.",
         // Above `c10d_store_connect_failed`: a line that names both ("RendezvousConnectionError
-        // / DistNetworkError (Connection reset by peer)") is about the rendezvous.
+        // / DistNetworkError (Connection reset by peer)") is about the rendezvous. Below the
+        // socket errors that name NCCL, Gloo or c10d (MID + 2).
         priority: MID + 1,
         requires_any: &[],
         refines: &[],

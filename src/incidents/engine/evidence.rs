@@ -225,7 +225,8 @@ pub(super) fn headline(
             && f.seq <= o.last_seq + 2
     });
     // A family that is a guess (`numeric::PROVISIONAL_RULE`) yields to the first line of its
-    // kind that names one, as `unknown` does.
+    // kind that names one, as `unknown` does; a guess joins an open incident of its kind
+    // whatever its family (tensorboardX warns for every non-finite value it logs).
     let provisional = |o: &Open| {
         o.inc.category == "unknown" || o.headline_rule.as_deref() == Some(PROVISIONAL_RULE)
     };
@@ -236,6 +237,7 @@ pub(super) fn headline(
                     || o.headline_rule.as_deref() == Some(rule)
                     || o.inc.category == category
                     || category == "unknown"
+                    || rule == PROVISIONAL_RULE
                     || provisional(o))
         });
     if joins {

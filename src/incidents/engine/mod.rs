@@ -440,6 +440,24 @@ For debugging consider passing CUDA_LAUNCH_BLOCKING=1.
     }
 
     #[test]
+    fn a_provisional_numeric_family_yields_and_joins() {
+        // tensorboardX warns for every non-finite value it logs, before and after the line
+        // that names the value: one incident, the named value's family.
+        let warn = "WARNING:root:NaN or Inf found in input tensor.";
+        let text = format!(
+            "{warn}\nstep 10 | grad_norm: nan | loss 2.31\n{warn}\n{warn}\nstep 11 | grad_norm: nan | loss 2.30\n{warn}\n"
+        );
+        let incs = run(&text);
+        assert_eq!(incs.len(), 1, "{incs:#?}");
+        assert_eq!(incs[0].category, "nan_grad_norm");
+        assert_eq!((incs[0].first_line, incs[0].last_line), (1, 6));
+        // Alone, the warning keeps the loss's family.
+        let incs = run(&format!("{warn}\n{warn}\n"));
+        assert_eq!(incs.len(), 1);
+        assert_eq!(incs[0].category, "non_finite_loss");
+    }
+
+    #[test]
     fn xid_bursts_group_per_gpu() {
         let incs = run("NVRM: Xid (PCI:0000:dc:00): 45, pid=1, name=python3, Ch 1\nNVRM: Xid (PCI:0000:ed:00): 45, pid=2, name=python3, Ch 2\nNVRM: Xid (PCI:0000:dc:00): 45, pid=1, name=python3, Ch 3\n");
         assert_eq!(incs.len(), 2);

@@ -175,6 +175,8 @@ const STORE_WAIT_HINT: &str = "The rank-0 TCPStore waited for all ranks and some
 
 const IB_COMPLETION_HINT: &str = "An InfiniBand/RoCE work request completed with an error: \
     check the HCA, cables and switch port of both peers (ibstat, link error counters).";
+const NO_KERNEL_IMAGE_HINT: &str = "The binary has no kernel for this GPU's architecture: \
+    install a PyTorch/extension build that includes this compute capability (TORCH_CUDA_ARCH_LIST).";
 const HIGH: u8 = 30;
 const MID: u8 = 20;
 const GENERIC: u8 = 10;
@@ -408,8 +410,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         kind: Kind::CudaError,
         category: "no_kernel_image",
         blame: Blame::Application,
-        hint: "The binary has no kernel for this GPU's architecture: install a PyTorch/extension \
-               build that includes this compute capability (TORCH_CUDA_ARCH_LIST).",
+        hint: NO_KERNEL_IMAGE_HINT,
         priority: HIGH,
         requires_any: &[],
         refines: &[],
@@ -426,8 +427,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         kind: Kind::CudaError,
         category: "no_kernel_image",
         blame: Blame::Application,
-        hint: "The binary has no kernel for this GPU's architecture: install a PyTorch/extension \
-               build that includes this compute capability (TORCH_CUDA_ARCH_LIST).",
+        hint: NO_KERNEL_IMAGE_HINT,
         priority: HIGH,
         requires_any: &["CUDA", "cuda", "Cuda", "HIP", "hip", ".cu", "error-code"],
         refines: &[],

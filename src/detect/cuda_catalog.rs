@@ -245,6 +245,35 @@ const CUBLAS_STATUS: StatusTable = &[
     (16, "license_error"),
 ];
 
+/// `cudnnStatus_t` by value as cuDNN 7 and 8 number it (cudnn.h, cudnn_ops_infer.h); cuDNN 9
+/// renumbered its statuses in the thousands, and prints their names.
+const CUDNN_STATUS: StatusTable = &[
+    (1, "not_initialized"),
+    (2, "alloc_failed"),
+    (3, "bad_param"),
+    (4, "internal_error"),
+    (5, "invalid_value"),
+    (6, "arch_mismatch"),
+    (7, "mapping_error"),
+    (8, "execution_failed"),
+    (9, "not_supported"),
+    (10, "license_error"),
+    (11, "runtime_prerequisite_missing"),
+    (12, "runtime_in_progress"),
+    (13, "runtime_fp_overflow"),
+    (14, "version_mismatch"),
+];
+
+/// Each library's status table, by the family prefix of [`LIBRARY_STATUS_PREFIXES`].
+const STATUS_TABLES: [(&str, StatusTable); 6] = [
+    ("cublas_", CUBLAS_STATUS),
+    ("cudnn_", CUDNN_STATUS),
+    ("cusolver_", CUSOLVER_STATUS),
+    ("cusparse_", CUSPARSE_STATUS),
+    ("curand_", CURAND_STATUS),
+    ("cufft_", CUFFT_RESULT),
+];
+
 /// `cufftResult` by value (cufft.h).
 const CUFFT_RESULT: StatusTable = &[
     (1, "invalid_plan"),
@@ -355,12 +384,16 @@ fn status_code(line: &str) -> Option<String> {
 /// where its own table lacks the name (numba/cuda/cudadrv/driver.py, `_check_error`), and Julia's
 /// CUDA.jl shows the enum's raw value inside its error's fields: "CuError(code=
 /// CUDA.cudaError_enum(0x000002bc), details=…)" (`cudaError_enum` is its name for `CUresult`,
-/// lib/cudadrv/libcuda.jl). The catalog's rows that have a driver API twin share its value (CUDA
+/// lib/cudadrv/libcuda.jl), as its predecessor CUDAdrv.jl showed it in decimal: "CuError(701,
+/// nothing)". The catalog's rows that have a driver API twin share its value (CUDA
 /// Driver API, enum `CUresult`).
 fn driver_code(line: &str) -> Option<&'static CudaError> {
     // Head, the text that ends the number, and its radix.
-    const HEADS: [(&str, char, u32); 2] =
-        [("CudaAPIError: [", ']', 10), ("cudaError_enum(0x", ')', 16)];
+    const HEADS: [(&str, char, u32); 3] = [
+        ("CudaAPIError: [", ']', 10),
+        ("cudaError_enum(0x", ')', 16),
+        ("CuError(", ',', 10),
+    ];
     let code = HEADS.iter().find_map(|&(head, end, radix)| {
         let rest = &line[line.find(head)? + head.len()..];
         u32::from_str_radix(rest.get(..rest.find(end)?)?.trim(), radix).ok()
@@ -392,6 +425,9 @@ pub fn library_status(line: &str) -> Option<String> {
                 .count();
             let status = rest[..len].trim_end_matches('_');
             if status == "SUCCESS" {
+                if let Some(got) = glog_check_value(&rest[len..], family) {
+                    return Some(got);
+                }
                 expected_success.get_or_insert(family);
                 continue;
             }
@@ -408,6 +444,25 @@ pub fn library_status(line: &str) -> Option<String> {
         .any(|w| w.eq_ignore_ascii_case("create"));
     let call = line.contains("Create(") || line.contains("Create_v2(");
     (word || call).then(|| format!("{family}create_failed"))
+}
+
+/// The status a glog `CHECK_EQ` got, where it compared a call's result with a library's success
+/// value: `after` follows `…_SUCCESS` in "Check failed: status == CUDNN_STATUS_SUCCESS (7 vs. 0)
+/// Failed to set cuDNN stream." (TensorFlow's stream_executor/cuda/cuda_dnn.cc) or "Check failed:
+/// e == CUDNN_STATUS_SUCCESS (2 vs. 0) cuDNN: …" (MXNet): glog prints both operands' values in
+/// parentheses, the failed one first.
+fn glog_check_value(after: &str, family: &str) -> Option<String> {
+    let rest = after.trim_start().strip_prefix('(')?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let code: u32 = rest.get(..digits)?.parse().ok()?;
+    if !rest[digits..].starts_with(" vs. 0)") {
+        return None;
+    }
+    let table = STATUS_TABLES.iter().find(|(f, _)| *f == family)?.1;
+    table
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map(|(_, s)| format!("{family}{s}"))
 }
 
 /// Is `line[start..end]` not glued to a neighbouring identifier character? (A message inside a
@@ -618,11 +673,18 @@ mod tests {
             // A check that expected success names the call, not the status.
             ("F tensorflow/core/kernels/cuda_solvers.cc:94] Check failed: cusolverDnCreate(&cusolver_dn_handle) == CUSOLVER_STATUS_SUCCESS Failed to create cuSolverDN instance.", "cusolver_create_failed"),
             ("Check failed: cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS", "cublas_create_failed"),
+            // glog's CHECK_EQ prints the value the check got: cuDNN 7/8 and cuBLAS numbering.
+            ("F tensorflow/stream_executor/cuda/cuda_dnn.cc:221] Check failed: status == CUDNN_STATUS_SUCCESS (7 vs. 0)Failed to set cuDNN stream.", "cudnn_mapping_error"),
+            ("src/operator/nn/./cudnn/cudnn_convolution-inl.h:713: Check failed: e == CUDNN_STATUS_SUCCESS (8 vs. 0) cuDNN: ", "cudnn_execution_failed"),
+            ("Check failed: status == CUBLAS_STATUS_SUCCESS (13 vs. 0)", "cublas_execution_failed"),
             // PaddlePaddle's numbered statuses.
             ("OSError: (External) CUFFT error(5). ", "cufft_internal_error"),
             ("ExternalError: CUBLAS error(13). ", "cublas_execution_failed"),
             ("(External) CUSOLVER error(7). ", "cusolver_internal_error"),
             ("(External) CURAND error(102). ", "curand_allocation_failed"),
+            // Julia's CUDAdrv.jl, and Caffe2's CUDA_ENFORCE location before the runtime's text.
+            ("ERROR: LoadError: CUDAdrv.CuError(700, nothing)", "illegal_memory_access"),
+            ("Error at: /opt/caffe2/caffe2/operators/softmax_ops.cu:201: an illegal memory access was encountered", "illegal_memory_access"),
             // Values the catalog gained from the runtime's own strings (CUDA 13.2).
             ("RuntimeError: CUDA error: MPS server is not ready to accept new MPS client requests", "mps_failure"),
             ("cudaErrorMpsClientTerminated: the MPS client has been terminated by the server", "mps_failure"),

@@ -15,7 +15,7 @@
 pub mod assert_catalog;
 
 use super::prose::cached;
-use super::rules::{ASSERT_FAMILIES, UNKNOWN_ASSERT_HINT};
+use super::rules::{ASSERT_FAMILIES, CUSTOM_ASSERT_HINT, UNKNOWN_ASSERT_HINT};
 use crate::model::Evidence;
 use memchr::memmem;
 use regex::Regex;
@@ -191,6 +191,21 @@ fn evidence(prefix: &str, assertion: String, message: &str) -> Option<Evidence> 
             (category, hint) = family_hint(f);
         }
     }
+    if category == "unknown" {
+        if let Some(f) = basename
+            .filter(|b| !is_pytorch_file(b))
+            .and_then(|b| family_of_file_name(b, &assertion))
+        {
+            (category, hint) = family_hint(f);
+        }
+    }
+    // PaddlePaddle's own kernels are a framework's checks, as uncatalogued PyTorch ones are.
+    if category == "unknown"
+        && basename.is_some_and(|b| !is_pytorch_file(b))
+        && !prefix.contains("paddle/")
+    {
+        (category, hint) = ("custom_kernel_assert", CUSTOM_ASSERT_HINT);
+    }
     Some(Evidence::KernelAssert {
         kernel_file,
         assertion,
@@ -199,6 +214,36 @@ fn evidence(prefix: &str, assertion: String, message: &str) -> Option<Evidence> 
         category: category.into(),
         hint: hint.into(),
     })
+}
+
+/// The family that another framework's kernel file names, for a bounds check in it: MindSpore's
+/// `gather_grad.cu` asserting `j_read < output_shape.shape[dim]`, a `scatter_nd` or `embedding`
+/// kernel of TensorFlow, PaddlePaddle or an extension. The file says which lookup the index
+/// belongs to, as PyTorch's own `ScatterGatherKernel.cu` or `Indexing.cu` do.
+fn family_of_file_name(basename: &str, assertion: &str) -> Option<&'static str> {
+    if !(assertion.contains('<') || assertion.contains('>')) {
+        return None;
+    }
+    let name = basename.to_ascii_lowercase();
+    if name.contains("gather") || name.contains("scatter") {
+        Some("scatter_gather_index")
+    } else if name.contains("embedding") || name.contains("lookup_table") {
+        Some("embedding_index")
+    } else if name.contains("cross_entropy") || name.contains("nll") {
+        Some("nll_target_out_of_range")
+    } else {
+        None
+    }
+}
+
+/// Is `basename` one of PyTorch's kernel sources: a file of the assertion catalog (generated from
+/// PyTorch's own `aten/src/ATen/native/cuda`, THC and THCUNN) or of a built-in family? An
+/// assertion elsewhere is an extension's, a library's or the user's own check.
+fn is_pytorch_file(basename: &str) -> bool {
+    assert_catalog::is_known_file(basename)
+        || ASSERT_FAMILIES
+            .iter()
+            .any(|f| f.kernel_files.contains(&basename))
 }
 
 /// PaddlePaddle's device-side `PADDLE_ASSERT` / `PADDLE_ASSERT_MSG` (paddle/fluid/platform/
@@ -504,7 +549,7 @@ mod tests {
         let (f, a, c) = get(line);
         assert_eq!(f.as_deref(), Some("kernels.hip:88"));
         assert_eq!(a, "i < n");
-        assert_eq!(c, "unknown");
+        assert_eq!(c, "custom_kernel_assert");
         let (f, a, _) = get(
             "main.cpp:50: void k(const float *__restrict, int): Device-side assertion `0' failed.",
         );
@@ -600,8 +645,32 @@ mod tests {
 
     #[test]
     fn unknown_family_falls_back() {
-        let (_, _, c) =
-            get("Foo.cu:1: k: block: [0,0,0], thread: [0,0,0] Assertion `x > 3` failed.");
+        // In a kernel file of PyTorch's catalog, an assertion the catalog lacks stays unknown.
+        let (_, _, c) = get(
+            "/pytorch/aten/src/ATen/native/cuda/Loss.cu:1: k: block: [0,0,0], thread: [0,0,0] Assertion `x > 3` failed.",
+        );
+        assert_eq!(c, "unknown");
+        // Outside PyTorch's kernels (an extension, a library, the user's own) it is the
+        // custom kernel's check.
+        for line in [
+            "Foo.cu:1: k: block: [0,0,0], thread: [0,0,0] Assertion `x > 3` failed.",
+            "/tmp/pip-build/ext/csrc/cuda/segment_csr_cuda.cu:58: void seg_kernel(const float *, float *): block: [2,0,0], thread: [9,0,0] Assertion `lo <= hi` failed.",
+        ] {
+            let (_, _, c) = get(line);
+            assert_eq!(c, "custom_kernel_assert", "{line}");
+        }
+        // Another framework's kernel file names the lookup its bounds check guards.
+        for (line, want) in [
+            ("/build/mindspore/ccsrc/plugin/device/gpu/kernel/cuda_impl/cuda_ops/gather_grad.cu:35: GatherGradKernel: block: [1,0,0], thread: [2,0,0] Assertion `j_read < output_shape.shape[dim]` failed.", "scatter_gather_index"),
+            ("/src/ops/sparse_embedding_lookup.cu:80: k: block: [0,0,0], thread: [1,0,0] Assertion `id < vocab_size` failed.", "embedding_index"),
+            // Not a bounds check: the extension's own.
+            ("/src/ops/gather_utils.cu:12: k: block: [0,0,0], thread: [1,0,0] Assertion `ptr != nullptr` failed.", "custom_kernel_assert"),
+        ] {
+            let (_, _, c) = get(line);
+            assert_eq!(c, want, "{line}");
+        }
+        // Without a file there is nothing to tell it by.
+        let (_, _, c) = get("block: [0,0,0], thread: [0,0,0] Assertion `x > 3` failed.");
         assert_eq!(c, "unknown");
     }
 

@@ -39,7 +39,9 @@ struct Patterns {
     or_nan: Regex,
     /// A YOLO trainer's progress row: `epoch/epochs`, the GPU memory in G, then the loss columns
     /// (YOLOv5 train.py `('%10s' * 2 + '%10.4g' * 6) % (f'{epoch}/{epochs - 1}', mem, *mloss,
-    /// …)`; Ultralytics' `f"{self._get_memory():.3g}G"`), with a non-finite loss column.
+    /// …)`; Ultralytics' `f"{self._get_memory():.3g}G"`), with a non-finite loss column; also
+    /// behind a collector's or launcher's prefix (a container runtime's timestamp, `svc-1  | `,
+    /// `[default0]:`).
     yolo_row: Regex,
     /// A log level that tags what follows it as a program's message: `WARNING:`, `[ERROR]`
     /// anywhere (upper case), `Warning:` at the start of the line or of a quotation.
@@ -76,9 +78,11 @@ fn patterns() -> &'static Patterns {
         // reports join key and value with a copula (`loss为 nan`, `grad_norm为 nan`), also after
         // an adverb ("grad_norm总是nan", grad_norm is always nan). A message may put the value in
         // parentheses after its key: ESPnet's "loss (=nan) is not correct" (espnet/asr/
-        // pytorch_backend/asr.py, `CustomUpdater.update_core`).
+        // pytorch_backend/asr.py, `CustomUpdater.update_core`). Static-graph trainers print a
+        // fetched value as the one-element array it is (PaddlePaddle's `loss: [nan]`,
+        // TensorFlow 1.x's `loss = [nan]`).
         keyed: Regex::new(&format!(
-            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:(?:总|總|一直|都|还|還|又|全)?(?:为|為|是)|\(?[:=]|变成|變成)[ \t]{{0,16}}['"(]?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
+            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:(?:总|總|一直|都|还|還|又|全)?(?:为|為|是)|\(?[:=]|变成|變成)[ \t]{{0,16}}(?:['"(]|\[\s{{0,2}})?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
         ))
         .expect("static regex"),
         // Fixed-width formatters pad the value into a column (`loss        nan`); metric
@@ -121,7 +125,7 @@ fn patterns() -> &'static Patterns {
         .expect("static regex"),
         or_nan: Regex::new(r"^\s?or\s+(?i:nan)\b").expect("static regex"),
         yolo_row: Regex::new(&format!(
-            r"^\s*\d{{1,5}}/\d{{1,5}}\s+[0-9.]{{1,8}}G(?:\s+[0-9][0-9.eE+-]{{0,24}}){{0,3}}\s+(?-i:{TOKEN})"
+            r"(?:^|\s|[:|>])\s*\d{{1,5}}/\d{{1,5}}\s+[0-9.]{{1,8}}G(?:\s+[0-9][0-9.eE+-]{{0,24}}){{0,3}}\s+(?-i:{TOKEN})"
         ))
         .expect("static regex"),
         level_tag: Regex::new(
@@ -230,10 +234,14 @@ const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
 /// Checks that say the loss was NaN *or* inf without saying which: Keras' TerminateOnNaN
 /// callback ("Batch 12: Invalid loss, terminating training", keras/callbacks.py) and MindSpore's
 /// LossMonitor ("epoch: 1 step: 5. Invalid loss, terminating training.",
-/// mindspore/train/callback/_loss_monitor.py). Read last, after any value on the line; the
-/// family stays open (`unknown`) for the progress line that prints the value, which follows.
-const UNSPECIFIED_LOSS_CHECKS: &[(&str, &str, &str)] =
-    &[("Invalid loss, terminating training", "unknown", LOSS_HINT)];
+/// mindspore/train/callback/_loss_monitor.py). Read last, after any value on the line. The loss
+/// is non-finite either way; the family is a guess ([`PROVISIONAL_RULE`]) that the progress line
+/// printing the value, which follows, makes exact (`inf_loss`).
+const UNSPECIFIED_LOSS_CHECKS: &[(&str, &str, &str)] = &[(
+    "Invalid loss, terminating training",
+    "non_finite_loss",
+    LOSS_HINT,
+)];
 
 /// tensorboardX's `check_nan` on every value a script logs (tensorboardX/x2num.py, `make_np`):
 /// "WARNING:root:NaN or Inf found in input tensor." It names no value; a script's logged scalars
@@ -317,6 +325,26 @@ fn runtime_message(
     Some(Some(headline(category, hint)))
 }
 
+/// `e` as a guess of its family ([`PROVISIONAL_RULE`]).
+fn provisional(e: Evidence) -> Evidence {
+    match e {
+        Evidence::Headline {
+            kind,
+            category,
+            blame,
+            hint,
+            ..
+        } => Evidence::Headline {
+            kind,
+            category,
+            blame,
+            hint,
+            rule: PROVISIONAL_RULE.into(),
+        },
+        other => other,
+    }
+}
+
 /// Returns numeric evidence for a line, or `None`.
 pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     let p = patterns();
@@ -337,22 +365,7 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
         return Some(e);
     }
     if let Some(e) = runtime_message(line, LOGGED_VALUE_CHECKS) {
-        return e.map(|e| match e {
-            Evidence::Headline {
-                kind,
-                category,
-                blame,
-                hint,
-                ..
-            } => Evidence::Headline {
-                kind,
-                category,
-                blame,
-                hint,
-                rule: PROVISIONAL_RULE.into(),
-            },
-            other => other,
-        });
+        return e.map(provisional);
     }
     if line.contains("infinite or NaN") && line.to_ascii_lowercase().contains("loss") {
         return Some(headline("non_finite_loss", LOSS_HINT));
@@ -466,7 +479,9 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             }) {
                 return value_headline(&c, false);
             }
-            return runtime_message(line, UNSPECIFIED_LOSS_CHECKS).flatten();
+            return runtime_message(line, UNSPECIFIED_LOSS_CHECKS)
+                .flatten()
+                .map(provisional);
         };
         return Some(loss_headline(g.name("tok")?.as_str(), false));
     };
@@ -599,6 +614,22 @@ mod tests {
         assert_eq!(
             cat("      6/100      3.95G        inf      1.234      1.111         16        640: 100%").as_deref(),
             Some("inf_loss")
+        );
+        for prefixed in [
+            "2024-05-01T12:00:00.123456789Z      6/149     13.5G       nan       nan       nan",
+            "trainer-1  |      6/149     13.5G       nan       nan       nan",
+            "[default0]:     6/149     13.5G       nan       nan       nan",
+        ] {
+            assert_eq!(
+                cat(prefixed).as_deref(),
+                Some("non_finite_loss"),
+                "{prefixed}"
+            );
+        }
+        // Not a row: a ratio and a size in a sentence.
+        assert_eq!(
+            cat("copied 3/10 files, 1.5G total, nan errors").as_deref(),
+            None
         );
         // A finite row, and a nan past the loss columns (a metric), are not.
         assert_eq!(
@@ -866,6 +897,10 @@ mod tests {
             ("Epoch: [3]  [ 120/1251]  eta: 0:10:01  lr: 0.000100  loss: 4.1021 (nan)  time: 0.4711", "non_finite_loss"),
             ("**grad_norm: 0.3922 (nan)**", "nan_grad_norm"),
             ("loss: nan (6.9012)", "non_finite_loss"),
+            // Static-graph trainers' fetched values (PaddlePaddle, TensorFlow 1.x sessions).
+            ("2023-03-01 10:00:00,000-INFO: epoch: 2, batch: 40, loss: [nan], acc: [0.1]", "non_finite_loss"),
+            ("step 400, loss = [ inf]", "inf_loss"),
+            ("step 400 loss: [nan 0.31]", "non_finite_loss"),
             // A group of loss components (older YOLO trainers' `[Losses: x %f, …, total %f]`).
             ("[Epoch 0/100, Batch 17/1000] [Losses: x 0.201, y 0.198, w nan, h nan, conf nan, cls nan, total nan, recall: 0.00000, precision: 0.00000]", "non_finite_loss"),
             ("Losses: {'loss_classifier': 0.51, 'loss_box_reg': inf}", "inf_loss"),

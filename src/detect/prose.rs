@@ -298,14 +298,15 @@ pub(super) fn announces_a_fix(line: &str) -> bool {
     tagged || verb || c.name("adds").is_some()
 }
 
-/// An article speaking of itself ("this article explains …", 本文将介绍 …, この記事では …): its
-/// sentences explain errors, even where they say how to solve them (如何解决, which in a
-/// report asks for help).
+/// An article speaking of itself ("this article explains …", 本文将介绍 …, この記事では …) or
+/// opening with a question to its reader about the reader's trouble (〜で困っていませんか?,
+/// 你是否遇到过 …, … 겪고 계신가요?): its sentences explain errors, even where they say how to
+/// solve them (如何解决, which in a report asks for help) or end in a question mark.
 fn article_voice() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"(?i)\bthis (?:article|post|blog post|guide|tutorial)\b|в этой статье|(?:^|[\s。，、！？：,.!?:])本文(?:将|主要|介绍|記|记录|中|では|は|の)|本篇文章|这篇文章|この記事|本記事|이 글에서|이 포스트",
+        r"(?i)\bthis (?:article|post|blog post|guide|tutorial)\b|в этой статье|(?:^|[\s。，、！？：,.!?:])本文(?:将|主要|介绍|記|记录|中|では|は|の)|本篇文章|这篇文章|この記事|本記事|이 글에서|이 포스트|(?:悩んで|困って|抱えて)い?ませんか|お(?:困り|悩み)ではありませんか|(?:你|您)是否也?(?:曾经?)?(?:遇到|碰到)|(?:겪고|고민하고)\s?(?:계신가요|계시나요|있으신가요)",
     )
 }
 
@@ -323,7 +324,9 @@ fn bare_type_name(line: &str, hit: &Range<usize>) -> bool {
 }
 
 /// The line before a quoted error frames it as an example, not as output someone got: a sentence
-/// that ends in a colon and says "for example", "e.g.", "such as" or "instead of" (a pull request
+/// that ends in a colon and says "for example", "e.g.", "such as", "like:" in the Romance
+/// languages (Spanish and Portuguese "como:", French "comme :", Italian "come:"; English "like:"
+/// ends reports' "the traceback looks like:" as often) or "instead of" (a pull request
 /// showing a message before and after a change), or that the error "commonly appears as", in one
 /// of the languages articles are written in (sites publish machine translations of one article in
 /// a dozen: Indonesian "seperti", Polish "taki jak", Dutch "zoals", …),
@@ -338,12 +341,12 @@ fn introduces_an_example(t: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let r = cached(
         &R,
-        r"(?i)\b(?:for example|for instance|e\.\s?g\.|such as|instead of|commonly\s+(?:appears?|shows? up|is (?:displayed|shown|printed)|manifests?)\s+(?:as|like)|par exemple|tel(?:le)?s? que|por ejemplo|por exemplo|tal(?:es)? como|zum beispiel|z\.\s?b\.|wie etwa|ad esempio|per esempio|bijvoorbeeld|zoals|na przykład|np\.|tak(?:i|ie|a|ich) jak|například|jako např\.|misalnya|contohnya|seperti|örneğin|gibi|ví dụ|chẳng hạn như|till exempel|t\.\s?ex\.|såsom|например|к примеру|так(?:ие|ой|ая|их) как|наприклад|так(?:і|ий|а) як)(?:\W|$)|例如|比如|譬如|例えば|たとえば|예를 들어|예를 들면",
+        r"(?i)\b(?:for example|for instance|e\.\s?g\.|such as|instead of|commonly\s+(?:appears?|shows? up|is (?:displayed|shown|printed)|manifests?)\s+(?:as|like)|par exemple|tel(?:le)?s? que|por ejemplo|por exemplo|tal(?:es)? como|zum beispiel|z\.\s?b\.|wie etwa|ad esempio|per esempio|bijvoorbeeld|zoals|na przykład|np\.|tak(?:i|ie|a|ich) jak|například|jako např\.|misalnya|contohnya|seperti|örneğin|gibi|ví dụ|chẳng hạn như|till exempel|t\.\s?ex\.|såsom|например|к примеру|так(?:ие|ой|ая|их) как|наприклад|так(?:і|ий|а) як)(?:\W|$)|例如|比如|譬如|例えば|たとえば|예를 들어|예를 들면|\b(?:como|comme|come)\s?[:\x{ff1a}]\s*$",
     );
     static GENERIC: OnceLock<Regex> = OnceLock::new();
     let generic = cached(
         &GENERIC,
-        r"(?i)\b(?:instead of|you|your|may|might|can|could|would|typically|usually|often|common|commonly|various|different|vous|votre|peut|pourrait|probablement|généralement|usted|puede|podría|probablemente|normalmente|você|pode|provavelmente|geralmente|sie|kann|könnte|wahrscheinlich|potresti|può|probabilmente|jij|kunt|kunnen|waarschijnlijk|prawdopodobnie|może|możesz|zwykle|pravděpodobně|můžete|obvykle|anda|kamu|mungkin|kemungkinan|biasanya|muhtemelen|genellikle|bạn|có thể|förmodligen)\b|\bвы\b|\bвас\b|\bваш|\bмож|обычно|\bви\b|можливо|зазвичай|你|您|可能|通常|常见|各种|よく|場合|수 있|보통",
+        r"(?i)\b(?:instead of|you|your|may|might|can|could|would|typically|usually|often|common|commonly|various|different|vous|votre|peut|pourrait|probablement|généralement|usted|puede|podría|probable|probablemente|normalmente|você|pode|provável|provavelmente|geralmente|sie|kann|könnte|wahrscheinlich|potresti|può|probabilmente|jij|kunt|kunnen|waarschijnlijk|prawdopodobnie|może|możesz|zwykle|pravděpodobně|můžete|obvykle|anda|kamu|mungkin|kemungkinan|biasanya|muhtemelen|genellikle|bạn|có thể|förmodligen)\b|\bвы\b|\bвас\b|\bваш|\bмож|обычно|\bви\b|можливо|зазвичай|你|您|可能|通常|常见|各种|よく|場合|수 있|보통",
     );
     r.is_match(t)
         && generic.is_match(t)
@@ -431,7 +434,9 @@ fn explained_to_the_reader(line: &str, hits: &[Range<usize>]) -> bool {
 
 /// An error that the sentence naming it calls a common or typical one, the way articles introduce
 /// the error they go on to explain: "When working with PyTorch, a common error encountered is the
-/// OutOfMemoryError: …", "开发者遇到了一个典型的深度学习训练错误：RuntimeError: …。这个错误通常 …".
+/// OutOfMemoryError: …" (also in a code span: "… is `torch.OutOfMemoryError: …`"),
+/// "开发者遇到了一个典型的深度学习训练错误：RuntimeError: …。这个错误通常 …", and the same in
+/// Japanese (よくあるエラー … 。このエラーは …) and Korean (가장 많이 겪는 문제는 … 오류입니다. 이는 …).
 /// A report speaks of its own run (in the first person, or asking for help), and a title that
 /// says its run "fails with a common error: …" names no error as the thing the sentence is about.
 fn named_as_a_common_error(line: &str, hits: &[Range<usize>]) -> bool {
@@ -440,10 +445,15 @@ fn named_as_a_common_error(line: &str, hits: &[Range<usize>]) -> bool {
     let first = hits.iter().map(|h| h.start).min().unwrap_or(0);
     let before = line.get(..first).unwrap_or("");
     // The sentence that names the error: from the last sentence end before it.
+    // A full stop ends a sentence before a space (or in CJK), not inside `torch.OutOfMemoryError`.
     let sentence = before
         .char_indices()
         .rev()
-        .find(|(_, c)| matches!(c, '.' | '!' | '?' | '\u{3002}' | '\u{ff01}' | '\u{ff1f}'))
+        .find(|&(i, c)| {
+            matches!(c, '\u{3002}' | '\u{ff01}' | '\u{ff1f}')
+                || (matches!(c, '.' | '!' | '?')
+                    && before[i + 1..].starts_with(char::is_whitespace))
+        })
         .and_then(|(i, c)| before.get(i + c.len_utf8()..))
         .unwrap_or(before);
     // English: the sentence says what the common error is, right up to it ("a common error
@@ -454,17 +464,17 @@ fn named_as_a_common_error(line: &str, hits: &[Range<usize>]) -> bool {
     let after = line.get(last..).unwrap_or("");
     let common = cached(
         &EN,
-        r"(?i)\b(?:a|an|one of the(?: most)?)\s+(?:very\s+)?(?:common|typical|frequent|frequently encountered)\s+(?:[\w-]+\s+){0,3}?(?:error|exception|problem|issue)s?\s+(?:[\w-]+\s+){0,2}?(?:is|are)\s+(?:the\s+|an?\s+)?(?:[\w.]+(?:Error|Exception):\s*)?$",
+        r#"(?i)\b(?:a|an|one of the(?: most)?)\s+(?:very\s+)?(?:common|typical|frequent|frequently encountered)\s+(?:[\w-]+\s+){0,3}?(?:error|exception|problem|issue)s?\s+(?:[\w-]+\s+){0,2}?(?:is|are)\s+(?:the\s+|an?\s+)?[`'"\x{201c}\x{2018}]?(?:[\w.]+(?:Error|Exception):\s*|(?:\w+\.)+)?$"#,
     )
     .is_match(sentence)
         || (cached(
             &CJK,
-            r"(?:常见|常見|典型)的?[^，。,.！？!?]{0,12}?(?:错误|錯誤|报错|報錯|问题|問題|异常|異常)",
+            r"(?:常见|常見|典型|よくある|よく(?:見る|遭遇する|発生する|出る)|가장\s*(?:많이|흔(?:히|한)|자주)|흔한|흔히\s*(?:발생하는|겪는|보는)|자주\s*(?:발생하는|겪는|보는))(?:的|な)?[^，。,.！？!?]{0,12}?(?:错误|錯誤|报错|報錯|问题|問題|异常|異常|エラー|오류|에러|문제)",
         )
         .is_match(sentence)
             && cached(
                 &NEXT,
-                r"[。．.!！]\s*(?:这个|這個|该|該|此|这类|這類|这种|這種)(?:错误|錯誤|报错|報錯|问题|問題|异常|異常)",
+                r"[。．.!！]\s*(?:(?:这个|這個|该|該|此|这类|這類|这种|這種)(?:错误|錯誤|报错|報錯|问题|問題|异常|異常)|この(?:エラー|問題)|これは|이는|이것은|이\s*(?:오류|에러|문제))",
             )
             .is_match(after));
     // Only a person or a plea counts against it: an article's next sentence says when the error
@@ -773,6 +783,16 @@ mod tests {
         ));
         assert!(ex("U kunt foutmeldingen zien zoals:", None));
         assert!(ex(
+            "Si usa PyTorch en una GPU pequeña, es probable que vea un mensaje de error como:",
+            None
+        ));
+        assert!(ex(
+            "Se você treina modelos grandes, provavelmente verá uma mensagem como:",
+            None
+        ));
+        assert!(!ex("Me sale este error como:", None));
+        assert!(!ex("Eu recebo uma mensagem de erro como:", None));
+        assert!(ex(
             "In machine learning frameworks, the error commonly appears as:",
             None
         ));
@@ -847,7 +867,24 @@ mod tests {
             "在项目的训练过程中,开发者遇到了一个典型的深度学习训练错误：RuntimeError: CUDA error: device-side assert triggered。这个错误通常与张量操作有关。",
             "device-side assert triggered"
         ));
+        // In a code span with its module path; in Korean and Japanese.
+        assert!(mention(
+            "On shared notebooks a very common error users face is `torch.OutOfMemoryError: CUDA out of memory`. It happens when the batch does not fit.",
+            "CUDA out of memory"
+        ));
+        assert!(mention(
+            "대형 모델을 학습할 때 가장 흔한 오류는 RuntimeError: CUDA error: device-side assert triggered 에러입니다. 이 에러는 보통 라벨 범위 문제로 발생합니다.",
+            "device-side assert triggered"
+        ));
+        assert!(mention(
+            "分散学習でよくあるエラーが RuntimeError: CUDA out of memory です。このエラーはバッチサイズを下げると解消します。",
+            "CUDA out of memory"
+        ));
         // Titles and log lines of the writer's own run.
+        assert!(!mention(
+            "제가 학습할 때 가장 많이 겪는 문제는 RuntimeError: CUDA out of memory 오류입니다. 이는 매번 3 epoch에서 발생합니다.",
+            "CUDA out of memory"
+        ));
         assert!(!mention(
             "Training fails with a common error: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
             "CUDA out of memory"
@@ -999,7 +1036,20 @@ mod tests {
             "后果:一次性检查在这种坏节点上通过,而真正建立上下文的测试正确失败,报 `CUDA-capable device(s) is/are busy or unavailable`。",
             "busy or unavailable"
         ));
+        // An article's question to its reader about the reader's trouble.
+        assert!(mention(
+            "学習中に「CUDA error: an illegal memory access was encountered」というエラーが出て困っていませんか?原因はカーネル内の範囲外アクセスであることが多いです。",
+            "an illegal memory access was encountered"
+        ));
+        assert!(mention(
+            "你是否也遇到过\u{201c}CUDA out of memory\u{201d}这个报错?本文介绍几种常见的解决办法。",
+            "CUDA out of memory"
+        ));
         // First person or a question: someone met it.
+        assert!(!mention(
+            "学習中に「CUDA error: an illegal memory access was encountered」というエラーが出ます。誰か分かりませんか?",
+            "an illegal memory access was encountered"
+        ));
         assert!(!mention(
             "我在训练的时候一直报错\u{201c}CUDA out of memory\u{201d},显存明明还有很多剩余的",
             "CUDA out of memory"

@@ -115,6 +115,15 @@ pub const ASSERT_FAMILIES: &[AssertFamily] = &[
     },
 ];
 
+/// Hint for an assertion in a kernel file that is none of PyTorch's catalogued sources (a C++/CUDA
+/// extension such as torch-scatter's `segment_coo_cuda.cu`, a HIP sample, a CUB test, user Triton
+/// code): the check is that code's own, so its source says what it expects.
+pub const CUSTOM_ASSERT_HINT: &str =
+    "An assertion in a kernel outside PyTorch (a C++/CUDA extension, a third-party library or \
+     your own kernel) failed: the kernel file and expression name the check; read it in that \
+     code's source (it usually guards the sizes, ranges or ordering of its inputs) and check \
+     the inputs the job passes to that extension.";
+
 /// Hint for a kernel assertion that matches no family.
 pub const UNKNOWN_ASSERT_HINT: &str =
     "A CUDA kernel assertion failed: the assertion text and kernel file name the check; replay \
@@ -438,17 +447,37 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "too many resources requested for launch",
             "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
             "cudaErrorLaunchOutOfResources",
-            // Triton's launcher when a kernel's tiles need more than the GPU offers per block:
-            // `triton.runtime.errors.OutOfResources: out of resource: shared memory, Required:
-            // 131072, Hardware limit: 101376` (triton/runtime/errors.py).
-            "OutOfResources: out of resource",
-            "out of resource: shared memory",
         ],
         kind: Kind::CudaError,
         category: "launch_out_of_resources",
         blame: Blame::Application,
         hint: "A kernel asked for more registers/shared memory than the GPU has per block: reduce \
                the block size or tile configuration of the failing kernel.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // Triton's compiler/launcher when a kernel's configuration needs more than the GPU
+        // offers per block: `triton.runtime.errors.OutOfResources: out of resource: shared
+        // memory, Required: 131072, Hardware limit: 101376. Reducing block sizes or `num_stages`
+        // may help.` (triton/runtime/errors.py; "threads" and "registers" name the other
+        // limits). The same family as CUDA's launch error, with Triton's remedy: the limit is
+        // the GPU's (48–100 KB of shared memory per block by architecture), so a kernel tuned on
+        // a newer GPU fails on an older one.
+        name: "triton_out_of_resources",
+        literals: &[
+            "OutOfResources: out of resource",
+            "out of resource: shared memory",
+        ],
+        kind: Kind::CudaError,
+        category: "launch_out_of_resources",
+        blame: Blame::Application,
+        hint: "A Triton kernel's configuration needs more shared memory (or threads/registers) \
+               per block than this GPU has (Required vs Hardware limit on the line): use smaller \
+               block sizes or fewer num_stages for this GPU, let autotuning pick a config that \
+               fits, or disable the Triton path (torch.compile, a fused attention kernel) on \
+               older GPUs.",
         priority: HIGH,
         requires_any: &[],
         refines: &[],
@@ -995,6 +1024,23 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &["driver shutting down"],
     },
     HeadlineRule {
+        // Caffe2's `CUDA_ENFORCE` / `CUDA_CHECK` (caffe2/core/common_gpu.h): "Error at:
+        // <file>:<line>: <cudaGetErrorString>", e.g. "Error at: caffe2/core/context_gpu.cu:343:
+        // out of memory". The runtime's message after it names the family (`cuda_catalog`); the
+        // location must be a CUDA source, since "Error at:" heads other tools' messages too.
+        name: "caffe2_cuda_enforce",
+        literals: &["Error at: "],
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: "A CUDA call failed inside Caffe2: the message after the location names the error; \
+               replay the step with CUDA_LAUNCH_BLOCKING=1 and check the kernel log for Xids on \
+               the same GPU.",
+        priority: GENERIC,
+        requires_any: &[".cu:", ".cuh:"],
+        refines: &[],
+    },
+    HeadlineRule {
         name: "cuda_error_generic",
         literals: &[
             "CUDA error: ",
@@ -1031,6 +1077,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // UNKNOWN_CUDA_ERROR" (numba/cuda/cudadrv/driver.py, `_check_error`): the code is
             // the driver API's `CUresult`, which `cuda_catalog` reads when no name is known.
             "CudaAPIError: [",
+            // Julia's CUDAdrv.jl (CUDA.jl's predecessor) shows the driver API's `CUresult` as a
+            // number: "ERROR: LoadError: CUDAdrv.CuError(701, nothing)" (src/error.jl, `CuError`'s
+            // fields: the code, then an optional message); `cuda_catalog` names it.
+            "CuError(",
             // DeepSpeed's cuBLAS wrappers (csrc/includes/cublas_wrappers.h, cublas_gemm_ex and
             // friends): "!!!! kernel execution error. (m: 1280, n: 3075, k: 5120, error: 13)",
             // the value a `cublasStatus_t` (`cuda_catalog` names it).
@@ -1064,6 +1114,14 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // failed or timed out. Due to the asynchronous nature of CUDA kernels, …".
             "Some NCCL operations have failed or timed out",
             "watchdog detected a collective timeout",
+            // The heartbeat monitor dumping debug state because a collective timed out, here or
+            // on another rank: "Received a dump signal due to a collective timeout from this
+            // local rank and we will try our best to dump the debug info." / "Received a global
+            // timeout from another rank and will start to dump the debug info."
+            // (ProcessGroupNCCL.cpp, the heartbeat monitor's loop). The monitor only reports
+            // the timeout; its own failure is "Heartbeat monitor timed out" below.
+            "Received a dump signal due to a collective timeout",
+            "Received a global timeout from another rank",
             // The message's core again, apart: a hard wrap inside "Watchdog" still leaves an
             // anchor on the other piece (ProcessGroupNCCL.cpp, WorkNCCL::checkTimeout).
             "collective operation timeout",
@@ -1087,16 +1145,13 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     HeadlineRule {
         // ProcessGroupNCCL's heartbeat monitor thread (torch/csrc/distributed/c10d/
         // ProcessGroupNCCL.cpp, `HeartbeatMonitor::runLoop` / older `heartbeatMonitor`): the
-        // watchdog itself stopped making progress (often a hung CUDA call or a GIL deadlock), or
-        // a collective timed out here or on another rank and this process dumps and exits.
+        // watchdog itself stopped making progress (often a hung CUDA call or a GIL deadlock).
         name: "nccl_heartbeat_monitor_timeout",
         literals: &[
             "Heartbeat monitor timed out",
             // "ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress …";
             // titles quote it without the duration, web copies curl the apostrophe or drop it.
             "watchdog got stuck",
-            "Received a global timeout from another rank",
-            "Received a dump signal due to a collective timeout",
         ],
         kind: Kind::NcclError,
         category: "nccl_heartbeat_monitor_timeout",
@@ -1111,7 +1166,13 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     },
     HeadlineRule {
         name: "nccl_unhandled_cuda_error",
-        literals: &["unhandled cuda error", "ncclUnhandledCudaError"],
+        // nccl-tests and some NCCL builds quote the text with CUDA in capitals ("Test NCCL
+        // failure common.cu:1005 'unhandled CUDA error'").
+        literals: &[
+            "unhandled cuda error",
+            "unhandled CUDA error",
+            "ncclUnhandledCudaError",
+        ],
         kind: Kind::NcclError,
         category: "nccl_unhandled_cuda_error",
         blame: Blame::Unknown,
@@ -1741,6 +1802,12 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     "(inf)",
     " nan,",
     " nan]",
+    // A fetched value printed as the array it is (PaddlePaddle's `loss: [nan]`, a script's
+    // `print("loss", loss.numpy())`, numpy's padded `[ nan]`). `[inf` is left out: its anchor
+    // would also pass every `[info]` tag.
+    "[nan",
+    "[ nan",
+    "[ inf",
     // A bracketed key: `| [Loss] nan |` (loguru tables).
     "] nan",
     "] NaN",

@@ -231,6 +231,17 @@ fn join_pieces(first: &[u8], second: &[u8]) -> String {
     String::from_utf8_lossy(&b).into_owned()
 }
 
+/// Does `text` end a sentence: a full-width 。！？, or ! ? . after a letter (not the decimal point
+/// of a number a wrap cut, `14.` / `21 GiB`)?
+fn ends_a_sentence(text: &str) -> bool {
+    let mut rev = text.trim_end().chars().rev();
+    match rev.next() {
+        Some('\u{3002}' | '\u{ff01}' | '\u{ff1f}' | '!' | '?') => true,
+        Some('.') => rev.next().is_some_and(char::is_alphabetic),
+        _ => false,
+    }
+}
+
 /// The line joined with the pieces a hard wrap cut from it, and the evidence of the join; `None`
 /// when the line alone says as much. A join counts only when it says more than each of its
 /// pieces alone, so a neighbour's own evidence is never borrowed by an unrelated line.
@@ -252,9 +263,15 @@ fn best_join(
     };
     // A piece before the line's own break must be a full wrap width. A line that ends by saying
     // it retries has ended its sentence: the next line is not the rest of it, and gluing it on
-    // would hide the notice that keeps the line from being a failure.
+    // would hide the notice that keeps the line from being a failure. Nor is the next line the
+    // rest of one that ends a sentence (unless a literal runs across the break): an article's
+    // next paragraph ("even I, a veteran engineer, …") would lend the quoted error a first
+    // person it does not have.
     let next = around.next.filter(|n| {
-        n.len() <= PIECE_MAX && line.len() >= WRAP_MIN && !crate::detect::says_it_retries(text)
+        n.len() <= PIECE_MAX
+            && line.len() >= WRAP_MIN
+            && !crate::detect::says_it_retries(text)
+            && (!ends_a_sentence(text) || det.literal_spans(&join_pieces(line, n), line.len()))
     });
     let mut prevs: Vec<&[u8]> = Vec::new();
     for p in [around.prev, around.prev2].into_iter().flatten() {
@@ -927,6 +944,24 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn a_finished_sentence_borrows_no_person_from_the_next_line() {
+        // An article's opening question to its reader, then a paragraph in the writer's own
+        // voice: the first line is a quotation, and the next paragraph is not its continuation.
+        let article = "学習中に突然「CUDA error: an illegal memory access was encountered」というエラーが出て、困っていませんか?デバッグしにくいエラーなので、どこから手をつけていいか分からないこともよくあります。\n大丈夫、私も同じエラーで何度も苦労しました。順番に原因を見ていきましょう。\n";
+        assert_eq!(first(article), None);
+        // A report's line that ends a sentence keeps its own reading.
+        let report = "RuntimeError: CUDA error: an illegal memory access was encountered. Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\nI see this on every run.\n";
+        assert_eq!(
+            first(report),
+            Some((Kind::CudaError, "illegal_memory_access".to_owned()))
+        );
+        assert!(ends_a_sentence("… 解決していきましょう。"));
+        assert!(ends_a_sentence("It was encountered. "));
+        assert!(!ends_a_sentence("14.21 GiB already allocated; 12."));
+        assert!(!ends_a_sentence("see /src/IndexKernel"));
     }
 
     #[test]

@@ -370,13 +370,18 @@ fn status_code(line: &str) -> Option<String> {
         .find_map(|(head, code_at, family, table)| {
             let rest = &line[line.find(head)? + head.len()..];
             let rest = &rest[rest.find(code_at)? + code_at.len()..];
-            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-            let code: u32 = rest.get(..digits)?.parse().ok()?;
-            table
-                .iter()
-                .find(|(c, _)| *c == code)
-                .map(|(_, s)| format!("{family}{s}"))
+            status_by_value(rest, family, table)
         })
+}
+
+/// The status whose value `text` starts with, named with the library's family prefix.
+fn status_by_value(text: &str, family: &str, table: StatusTable) -> Option<String> {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let code: u32 = text.get(..digits)?.parse().ok()?;
+    table
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map(|(_, s)| format!("{family}{s}"))
 }
 
 /// The error of a driver API call that a binding reports by its `CUresult` value: Numba's
@@ -413,6 +418,7 @@ fn driver_code(line: &str) -> Option<&'static CudaError> {
 /// creation, and no family of its own otherwise.
 pub fn library_status(line: &str) -> Option<String> {
     let mut expected_success = None;
+    let mut got = None;
     for (prefix, family) in LIBRARY_STATUS_PREFIXES {
         for (at, _) in line.match_indices(prefix) {
             if !word_bounded(line, at, at) {
@@ -425,8 +431,10 @@ pub fn library_status(line: &str) -> Option<String> {
                 .count();
             let status = rest[..len].trim_end_matches('_');
             if status == "SUCCESS" {
-                if let Some(got) = glog_check_value(&rest[len..], family) {
-                    return Some(got);
+                // The value the check got, unless the line names the status as well (MXNet's
+                // "(2 vs. 0) cuDNN: CUDNN_STATUS_ALLOC_FAILED"): the name is the library's own.
+                if got.is_none() {
+                    got = glog_check_value(&rest[len..], family);
                 }
                 expected_success.get_or_insert(family);
                 continue;
@@ -435,6 +443,9 @@ pub fn library_status(line: &str) -> Option<String> {
                 return Some(format!("{family}{}", status.to_ascii_lowercase()));
             }
         }
+    }
+    if got.is_some() {
+        return got;
     }
     let family = expected_success?;
     // The creation as a call (`cusolverDnCreate(`, `cublasCreate_v2(`) or as a word ("Failed to
@@ -454,15 +465,11 @@ pub fn library_status(line: &str) -> Option<String> {
 fn glog_check_value(after: &str, family: &str) -> Option<String> {
     let rest = after.trim_start().strip_prefix('(')?;
     let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    let code: u32 = rest.get(..digits)?.parse().ok()?;
     if !rest[digits..].starts_with(" vs. 0)") {
         return None;
     }
     let table = STATUS_TABLES.iter().find(|(f, _)| *f == family)?.1;
-    table
-        .iter()
-        .find(|(c, _)| *c == code)
-        .map(|(_, s)| format!("{family}{s}"))
+    status_by_value(rest, family, table)
 }
 
 /// Is `line[start..end]` not glued to a neighbouring identifier character? (A message inside a
@@ -677,6 +684,8 @@ mod tests {
             ("F tensorflow/stream_executor/cuda/cuda_dnn.cc:221] Check failed: status == CUDNN_STATUS_SUCCESS (7 vs. 0)Failed to set cuDNN stream.", "cudnn_mapping_error"),
             ("src/operator/nn/./cudnn/cudnn_convolution-inl.h:713: Check failed: e == CUDNN_STATUS_SUCCESS (8 vs. 0) cuDNN: ", "cudnn_execution_failed"),
             ("Check failed: status == CUBLAS_STATUS_SUCCESS (13 vs. 0)", "cublas_execution_failed"),
+            // The status's own name wins over the value when both are printed.
+            ("Check failed: e == CUDNN_STATUS_SUCCESS (2 vs. 0) cuDNN: CUDNN_STATUS_ALLOC_FAILED", "cudnn_alloc_failed"),
             // PaddlePaddle's numbered statuses.
             ("OSError: (External) CUFFT error(5). ", "cufft_internal_error"),
             ("ExternalError: CUBLAS error(13). ", "cublas_execution_failed"),

@@ -191,20 +191,19 @@ fn evidence(prefix: &str, assertion: String, message: &str) -> Option<Evidence> 
             (category, hint) = family_hint(f);
         }
     }
-    if category == "unknown" {
-        if let Some(f) = basename
-            .filter(|b| !is_pytorch_file(b))
-            .and_then(|b| family_of_file_name(b, &assertion))
-        {
-            (category, hint) = family_hint(f);
-        }
-    }
-    // PaddlePaddle's own kernels are a framework's checks, as uncatalogued PyTorch ones are.
-    if category == "unknown"
-        && basename.is_some_and(|b| !is_pytorch_file(b))
-        && !prefix.contains("paddle/")
-    {
-        (category, hint) = ("custom_kernel_assert", CUSTOM_ASSERT_HINT);
+    // Another framework's or an extension's kernel (PaddlePaddle's own kernels are a framework's
+    // checks, as uncatalogued PyTorch ones are).
+    let foreign = basename.filter(|b| {
+        !is_pytorch_file(b)
+            && !pytorch_path(prefix)
+            && !prefix.contains("paddle/")
+            && !prefix.contains("paddle\\")
+    });
+    if let (Some(b), "unknown") = (foreign, category) {
+        (category, hint) = match family_of_file_name(b, &assertion) {
+            Some(f) => family_hint(f),
+            None => ("custom_kernel_assert", CUSTOM_ASSERT_HINT),
+        };
     }
     Some(Evidence::KernelAssert {
         kernel_file,
@@ -221,19 +220,48 @@ fn evidence(prefix: &str, assertion: String, message: &str) -> Option<Evidence> 
 /// kernel of TensorFlow, PaddlePaddle or an extension. The file says which lookup the index
 /// belongs to, as PyTorch's own `ScatterGatherKernel.cu` or `Indexing.cu` do.
 fn family_of_file_name(basename: &str, assertion: &str) -> Option<&'static str> {
-    if !(assertion.contains('<') || assertion.contains('>')) {
+    // An index compared with a size, shape or dimension: `j_read < output_shape.shape[dim]`,
+    // `id < vocab_size` (not `blockDim.x <= 1024` or `offset < total_bytes`).
+    static BOUND: OnceLock<Regex> = OnceLock::new();
+    let bound = cached(
+        &BOUND,
+        r"(?i)<=?\s*[\w.>\[\]-]{0,40}?(?:size|shape|dim|len|num_|count|vocab|n_class|classes)",
+    );
+    if !bound.is_match(assertion) {
         return None;
     }
     let name = basename.to_ascii_lowercase();
-    if name.contains("gather") || name.contains("scatter") {
+    let words: Vec<&str> = name
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let has = |w: &str| words.contains(&w);
+    if has("gather") || has("scatter") {
         Some("scatter_gather_index")
-    } else if name.contains("embedding") || name.contains("lookup_table") {
+    } else if has("embedding") || name.contains("lookup_table") {
         Some("embedding_index")
-    } else if name.contains("cross_entropy") || name.contains("nll") {
+    } else if has("nll") || name.contains("cross_entropy") {
         Some("nll_target_out_of_range")
     } else {
         None
     }
+}
+
+/// Does the text before an assertion name a path inside PyTorch's sources or its installed
+/// headers (`aten/src/ATen/…`, `c10/…`, `torch/include/…`, on Linux or Windows)? Such a kernel
+/// is PyTorch's own even where the catalog has no site in it.
+fn pytorch_path(prefix: &str) -> bool {
+    const MARKS: [&str; 8] = [
+        "aten/src/",
+        "ATen/native/",
+        "/c10/",
+        "torch/include/",
+        "aten\\src\\",
+        "ATen\\native\\",
+        "\\c10\\",
+        "torch\\include\\",
+    ];
+    MARKS.iter().any(|m| prefix.contains(m))
 }
 
 /// Is `basename` one of PyTorch's kernel sources: a file of the assertion catalog (generated from
@@ -663,8 +691,13 @@ mod tests {
         for (line, want) in [
             ("/build/mindspore/ccsrc/plugin/device/gpu/kernel/cuda_impl/cuda_ops/gather_grad.cu:35: GatherGradKernel: block: [1,0,0], thread: [2,0,0] Assertion `j_read < output_shape.shape[dim]` failed.", "scatter_gather_index"),
             ("/src/ops/sparse_embedding_lookup.cu:80: k: block: [0,0,0], thread: [1,0,0] Assertion `id < vocab_size` failed.", "embedding_index"),
-            // Not a bounds check: the extension's own.
+            // Not an index against a size, or a file that names no lookup: the extension's own.
             ("/src/ops/gather_utils.cu:12: k: block: [0,0,0], thread: [1,0,0] Assertion `ptr != nullptr` failed.", "custom_kernel_assert"),
+            ("/home/u/proj/csrc/moe_gather.cu:45: k: block: [0,0,0], thread: [1,0,0] Assertion `blockDim.x <= 1024` failed.", "custom_kernel_assert"),
+            ("/src/gatherv_allgather.cu:12: k: block: [0,0,0], thread: [1,0,0] Assertion `offset < total_size` failed.", "custom_kernel_assert"),
+            // PyTorch's own kernels stay unknown where the catalog lacks the site.
+            ("/pytorch/aten/src/ATen/native/sparse/ValidateCompressedIndicesCommon.h:44: _assert: block: [0,0,0], thread: [3,0,0] Assertion `cond && message` failed.", "unknown"),
+            ("C:\\pytorch\\aten\\src\\ATen\\native\\cuda\\Bucketization.cu:52: k: block: [0,0,0], thread: [3,0,0] Assertion `x < y` failed.", "unknown"),
         ] {
             let (_, _, c) = get(line);
             assert_eq!(c, want, "{line}");

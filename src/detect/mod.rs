@@ -459,6 +459,9 @@ impl DetectorSet {
                 if let Some(e) = refine_generic(line, r) {
                     return Some(e);
                 }
+                if REFINED_ONLY.contains(&r.name) {
+                    return None;
+                }
             }
             return Some(Evidence::Headline {
                 kind: r.kind,
@@ -563,6 +566,10 @@ fn type_name_alone(line: &str, hit: std::ops::Range<usize>) -> bool {
         .count();
     ident_len == 0 || &rest[..ident_len] == "_t"
 }
+
+/// Rows whose wording is only a CUDA error when the catalog can name the message after it:
+/// Caffe2's "Error at: <file>.cu:<line>: <message>".
+const REFINED_ONLY: [&str; 1] = ["caffe2_cuda_enforce"];
 
 /// The families of a connection attempt, which a retry notice does not report.
 const CONNECT_FAMILIES: [&str; 2] = ["nccl_connection_refused", "c10d_store_connect_failed"];
@@ -1040,6 +1047,8 @@ mod tests {
             ("[rank3]:[E1202 10:00:00.000000 300 ProcessGroupNCCL.cpp:1600] [PG ID 0 PG GUID 0(default_pg) Rank 3] Received a dump signal due to a collective timeout from this local rank and we will try our best to dump the debug info.", Kind::NcclError, "nccl_watchdog_timeout"),
             ("F0102 03:04:05.000000  1234 cuda_dnn.cc:96] Check failed: status == CUDNN_STATUS_SUCCESS (4 vs. 0)", Kind::CudaError, "cudnn_internal_error"),
             ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.", Kind::CudaError, "launch_out_of_resources"),
+            ("Error at: /opt/caffe2/caffe2/core/context_gpu.cu:343: out of memory", Kind::Oom, "cuda_oom"),
+            ("ERROR: LoadError: CUDAdrv.CuError(719, nothing)", Kind::CudaError, "unspecified_launch_failure"),
         ] {
             assert!(d.gate_matches(line.as_bytes()), "{line}");
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
@@ -1054,6 +1063,9 @@ mod tests {
             "RuntimeWarning: invalid value encountered in divide",
             "CUDA error: Unknown in cuInit",
             "node01:1234:5678 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",
+            // Not Caffe2's CUDA check, not CUDAdrv's error value.
+            "[ERROR] Error at: build/kernels.cu:12: tests passed with 0 failures",
+            "ERROR: MethodError: no method matching CuError(::String)",
         ] {
             let got = headline(&d, line);
             assert!(

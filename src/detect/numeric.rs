@@ -39,9 +39,9 @@ struct Patterns {
     or_nan: Regex,
     /// A YOLO trainer's progress row: `epoch/epochs`, the GPU memory in G, then the loss columns
     /// (YOLOv5 train.py `('%10s' * 2 + '%10.4g' * 6) % (f'{epoch}/{epochs - 1}', mem, *mloss,
-    /// …)`; Ultralytics' `f"{self._get_memory():.3g}G"`), with a non-finite loss column; also
-    /// behind a collector's or launcher's prefix (a container runtime's timestamp, `svc-1  | `,
-    /// `[default0]:`).
+    /// …)`; Ultralytics' `f"{self._get_memory():.3g}G"`), with a non-finite loss column and
+    /// another column after it; also behind a collector's or launcher's prefix (a container
+    /// runtime's timestamp, `svc-1  | `, `[default0]:`).
     yolo_row: Regex,
     /// A log level that tags what follows it as a program's message: `WARNING:`, `[ERROR]`
     /// anywhere (upper case), `Warning:` at the start of the line or of a quotation.
@@ -125,7 +125,7 @@ fn patterns() -> &'static Patterns {
         .expect("static regex"),
         or_nan: Regex::new(r"^\s?or\s+(?i:nan)\b").expect("static regex"),
         yolo_row: Regex::new(&format!(
-            r"(?:^|\s|[:|>])\s*\d{{1,5}}/\d{{1,5}}\s+[0-9.]{{1,8}}G(?:\s+[0-9][0-9.eE+-]{{0,24}}){{0,3}}\s+(?-i:{TOKEN})"
+            r"(?:^|\s|[:|>])\s*\d{{1,5}}/\d{{1,5}}\s+[0-9.]{{1,8}}G(?:\s+[0-9][0-9.eE+-]{{0,24}}){{0,3}}\s+(?-i:{TOKEN})\s*(?:[-+]?[0-9]|nan\b|inf\b|NaN\b)"
         ))
         .expect("static regex"),
         level_tag: Regex::new(
@@ -418,24 +418,34 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     if super::prose::announces_a_fix(line) {
         return None;
     }
+    // Each of the line-wide checks runs once, not once per candidate value: a line of
+    // thousands of `loss: nan` pairs stays linear.
+    let cue = std::cell::OnceCell::new();
     let reported_code = |m: regex::Match| {
         line[..m.start()].ends_with('`')
             && (m.as_str().ends_with('`') || line[m.end()..].starts_with('`'))
-            && super::prose::report_cue().is_match(line)
+            && *cue.get_or_init(|| super::prose::report_cue().is_match(line))
     };
+    // Where the first conditional or descriptive word ends: prose comes before a value when one
+    // ends at or before it.
+    let prose_end = p.prose.find(line).map(|m| m.end());
     // A program's message behind a log level ("WARNING: Skip the batch due to the loss is NaN",
     // quoted in a report too) is output, whatever words of a sentence it has; the print
     // statement that writes it is code.
     let message = level_message(line)
         .filter(|r| !super::code::holds_error_in_code(line, std::slice::from_ref(r)));
+    let message_prose_end = message
+        .as_ref()
+        .and_then(|r| p.message_prose.find_at(line, r.start))
+        .map(|m| m.end());
     let sentence = |c: &regex::Captures| {
         c.get(0).is_some_and(|m| match &message {
             Some(r) if r.start <= m.start() && m.end() <= r.end => {
-                p.message_prose.is_match(&line[r.start..m.start()])
+                message_prose_end.is_some_and(|e| e <= m.start())
             }
             _ => {
                 !reported_code(m)
-                    && (p.prose.is_match(&line[..m.start()])
+                    && (prose_end.is_some_and(|e| e <= m.start())
                         || p.prose_after.is_match(&line[m.end()..]))
             }
         })
@@ -452,15 +462,19 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
         let closes_at = |at: usize| line[at..].chars().next() == open;
         matches!(open, Some('\'' | '"')) && (closes_at(k.end()) || closes_at(t.end()))
     };
-    let keyed = p
+    // The first loss value, else the first value of any key.
+    let mut keyed: Option<regex::Captures> = None;
+    for c in p
         .keyed
         .captures_iter(line)
         .filter(|c| dict_entry(c) || !sentence(c))
-        .fold(None, |best: Option<regex::Captures>, c| match &best {
-            Some(b) if is_loss(b) => best,
-            _ if is_loss(&c) || best.is_none() => Some(c),
-            _ => best,
-        });
+    {
+        if is_loss(&c) {
+            keyed = Some(c);
+            break;
+        }
+        keyed.get_or_insert(c);
+    }
     let hit = keyed.or_else(|| {
         [&p.bare, &p.verbal]
             .into_iter()
@@ -626,9 +640,13 @@ mod tests {
                 "{prefixed}"
             );
         }
-        // Not a row: a ratio and a size in a sentence.
+        // Not a row: a ratio and a size in a sentence, a memory reading without loss columns.
         assert_eq!(
             cat("copied 3/10 files, 1.5G total, nan errors").as_deref(),
+            None
+        );
+        assert_eq!(
+            cat("GPU 1/4 79.6G nan memory reading unavailable").as_deref(),
             None
         );
         // A finite row, and a nan past the loss columns (a metric), are not.

@@ -341,8 +341,24 @@ fn introduces_an_example(t: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let r = cached(
         &R,
-        r"(?i)\b(?:for example|for instance|e\.\s?g\.|such as|instead of|commonly\s+(?:appears?|shows? up|is (?:displayed|shown|printed)|manifests?)\s+(?:as|like)|par exemple|tel(?:le)?s? que|por ejemplo|por exemplo|tal(?:es)? como|zum beispiel|z\.\s?b\.|wie etwa|ad esempio|per esempio|bijvoorbeeld|zoals|na przykład|np\.|tak(?:i|ie|a|ich) jak|například|jako např\.|misalnya|contohnya|seperti|örneğin|gibi|ví dụ|chẳng hạn như|till exempel|t\.\s?ex\.|såsom|например|к примеру|так(?:ие|ой|ая|их) как|наприклад|так(?:і|ий|а) як)(?:\W|$)|例如|比如|譬如|例えば|たとえば|예를 들어|예를 들면|\b(?:como|comme|come)\s?[:\x{ff1a}]\s*$",
+        r"(?i)\b(?:for example|for instance|e\.\s?g\.|such as|instead of|commonly\s+(?:appears?|shows? up|is (?:displayed|shown|printed)|manifests?)\s+(?:as|like)|par exemple|tel(?:le)?s? que|por ejemplo|por exemplo|tal(?:es)? como|zum beispiel|z\.\s?b\.|wie etwa|ad esempio|per esempio|bijvoorbeeld|zoals|na przykład|np\.|tak(?:i|ie|a|ich) jak|například|jako např\.|misalnya|contohnya|seperti|örneğin|gibi|ví dụ|chẳng hạn như|till exempel|t\.\s?ex\.|såsom|например|к примеру|так(?:ие|ой|ая|их) как|наприклад|так(?:і|ий|а) як)(?:\W|$)|例如|比如|譬如|例えば|たとえば|예를 들어|예를 들면",
     );
+    // The Romance languages' "like:" closing the intro: reporters end their own sentences so too
+    // ("normalmente me sale un error como:", "geralmente recebo um erro como:"), with the first
+    // person in the verb, so it needs the reader addressed or an impersonal "it is likely that".
+    static LIKE: OnceLock<Regex> = OnceLock::new();
+    static READER: OnceLock<Regex> = OnceLock::new();
+    let like = cached(&LIKE, r"(?i)\b(?:como|comme|come)\s?[:\x{ff1a}]\s*$");
+    let reader = cached(
+        &READER,
+        r"(?i)\b(?:usted|ustedes|tú|você|vocês|vous|es probable que|é provável que|il est probable que|è probabile che)\b",
+    );
+    if like.is_match(t) {
+        return reader.is_match(t)
+            && !report_cue().is_match(t)
+            && !first_person_elsewhere(t)
+            && !cjk_report_cue(t);
+    }
     static GENERIC: OnceLock<Regex> = OnceLock::new();
     let generic = cached(
         &GENERIC,
@@ -436,7 +452,9 @@ fn explained_to_the_reader(line: &str, hits: &[Range<usize>]) -> bool {
 /// the error they go on to explain: "When working with PyTorch, a common error encountered is the
 /// OutOfMemoryError: …" (also in a code span: "… is `torch.OutOfMemoryError: …`"),
 /// "开发者遇到了一个典型的深度学习训练错误：RuntimeError: …。这个错误通常 …", and the same in
-/// Japanese (よくあるエラー … 。このエラーは …) and Korean (가장 많이 겪는 문제는 … 오류입니다. 이는 …).
+/// Japanese (よくあるエラー … 。このエラーは通常 …) and Korean (가장 많이 겪는 문제는 … 오류입니다. 이는
+/// … 때 발생해요): in these languages the next sentence must take the error up and explain it
+/// (a reporter's "このエラーは…消えません", the error does not go away, tells of their run).
 /// A report speaks of its own run (in the first person, or asking for help), and a title that
 /// says its run "fails with a common error: …" names no error as the thing the sentence is about.
 fn named_as_a_common_error(line: &str, hits: &[Range<usize>]) -> bool {
@@ -472,6 +490,7 @@ fn named_as_a_common_error(line: &str, hits: &[Range<usize>]) -> bool {
             r"(?:常见|常見|典型|よくある|よく(?:見る|遭遇する|発生する|出る)|가장\s*(?:많이|흔(?:히|한)|자주)|흔한|흔히\s*(?:발생하는|겪는|보는)|자주\s*(?:발생하는|겪는|보는))(?:的|な)?[^，。,.！？!?]{0,12}?(?:错误|錯誤|报错|報錯|问题|問題|异常|異常|エラー|오류|에러|문제)",
         )
         .is_match(sentence)
+            && explains_in_other_words(after)
             && cached(
                 &NEXT,
                 r"[。．.!！]\s*(?:(?:这个|這個|该|該|此|这类|這類|这种|這種)(?:错误|錯誤|报错|報錯|问题|問題|异常|異常)|この(?:エラー|問題)|これは|이는|이것은|이\s*(?:오류|에러|문제))",
@@ -533,7 +552,7 @@ fn explains_in_other_words(text: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"(?i)原因|通常|意味|とは|表示|说明|說明|由于|由於|多い|常见|常見|означает|обычно|причин|указывает|связан|signifie|indique|généralement|significa|indica|normalmente",
+        r"(?i)原因|通常|意味|とは|表示|说明|說明|由于|由於|多い|常见|常見|場合に|원인|의미|보통|일반적으로|때 발생|경우에|означает|обычно|причин|указывает|связан|signifie|indique|généralement|significa|indica|normalmente",
     )
     .is_match(text)
         || explanation().is_match(text)
@@ -792,6 +811,18 @@ mod tests {
         ));
         assert!(!ex("Me sale este error como:", None));
         assert!(!ex("Eu recebo uma mensagem de erro como:", None));
+        assert!(!ex(
+            "Al entrenar el modelo, normalmente me sale un error como:",
+            None
+        ));
+        assert!(!ex(
+            "Quando treino o modelo, geralmente recebo um erro como:",
+            None
+        ));
+        assert!(!ex(
+            "Ogni volta che lancio il training, può capitare che esca un errore come:",
+            None
+        ));
         assert!(ex(
             "In machine learning frameworks, the error commonly appears as:",
             None
@@ -877,7 +908,16 @@ mod tests {
             "device-side assert triggered"
         ));
         assert!(mention(
-            "分散学習でよくあるエラーが RuntimeError: CUDA out of memory です。このエラーはバッチサイズを下げると解消します。",
+            "分散学習でよくあるエラーが RuntimeError: CUDA out of memory です。このエラーは通常、バッチサイズが大きすぎる場合に発生します。",
+            "CUDA out of memory"
+        ));
+        // A reporter's "common error" whose next sentence tells of their own run.
+        assert!(!mention(
+            "よくあるエラーかもしれませんが、RuntimeError: CUDA out of memory が出ました。このエラーはバッチサイズを小さくしても消えません。",
+            "CUDA out of memory"
+        ));
+        assert!(!mention(
+            "가장 흔한 오류인 것 같은데 RuntimeError: CUDA out of memory 가 발생했습니다. 이 오류가 계속 나옵니다.",
             "CUDA out of memory"
         ));
         // Titles and log lines of the writer's own run.

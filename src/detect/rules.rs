@@ -115,9 +115,9 @@ pub const ASSERT_FAMILIES: &[AssertFamily] = &[
     },
 ];
 
-/// Hint for an assertion in a kernel file that is none of PyTorch's catalogued sources (a C++/CUDA
-/// extension such as torch-scatter's `segment_coo_cuda.cu`, a HIP sample, a CUB test, user Triton
-/// code): the check is that code's own, so its source says what it expects.
+/// Hint for an assertion in a kernel file that is none of PyTorch's (a C++/CUDA extension such as
+/// torch-scatter's `segment_coo_cuda.cu`, a HIP sample, a CUB test): the check is that code's
+/// own, so its source says what it expects.
 pub const CUSTOM_ASSERT_HINT: &str =
     "An assertion in a kernel outside PyTorch (a C++/CUDA extension, a third-party library or \
      your own kernel) failed: the kernel file and expression name the check; read it in that \
@@ -1024,10 +1024,37 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &["driver shutting down"],
     },
     HeadlineRule {
+        // Julia's CUDAdrv.jl (CUDA.jl's predecessor) shows the driver API's `CUresult` as a
+        // number: "ERROR: LoadError: CUDAdrv.CuError(701, nothing)" (src/error.jl, `CuError`'s
+        // fields: the code, then an optional message); `cuda_catalog` names it. A number must
+        // follow (`no method matching CuError(::String)` is Julia's dispatch error).
+        name: "cudadrv_cuerror",
+        literals: &["CuError("],
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: "A CUDA call failed in Julia's CUDAdrv.jl: the code names the error; check the \
+               kernel log for Xids on the same GPU.",
+        priority: GENERIC,
+        requires_any: &[
+            "CuError(1",
+            "CuError(2",
+            "CuError(3",
+            "CuError(4",
+            "CuError(5",
+            "CuError(6",
+            "CuError(7",
+            "CuError(8",
+            "CuError(9",
+        ],
+        refines: &[],
+    },
+    HeadlineRule {
         // Caffe2's `CUDA_ENFORCE` / `CUDA_CHECK` (caffe2/core/common_gpu.h): "Error at:
         // <file>:<line>: <cudaGetErrorString>", e.g. "Error at: caffe2/core/context_gpu.cu:343:
         // out of memory". The runtime's message after it names the family (`cuda_catalog`); the
-        // location must be a CUDA source, since "Error at:" heads other tools' messages too.
+        // location must be a CUDA source, since "Error at:" heads other tools' messages too, and
+        // a line the catalog cannot name reports nothing (`mod.rs`, `REFINED_ONLY`).
         name: "caffe2_cuda_enforce",
         literals: &["Error at: "],
         kind: Kind::CudaError,
@@ -1077,10 +1104,6 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // UNKNOWN_CUDA_ERROR" (numba/cuda/cudadrv/driver.py, `_check_error`): the code is
             // the driver API's `CUresult`, which `cuda_catalog` reads when no name is known.
             "CudaAPIError: [",
-            // Julia's CUDAdrv.jl (CUDA.jl's predecessor) shows the driver API's `CUresult` as a
-            // number: "ERROR: LoadError: CUDAdrv.CuError(701, nothing)" (src/error.jl, `CuError`'s
-            // fields: the code, then an optional message); `cuda_catalog` names it.
-            "CuError(",
             // DeepSpeed's cuBLAS wrappers (csrc/includes/cublas_wrappers.h, cublas_gemm_ex and
             // friends): "!!!! kernel execution error. (m: 1280, n: 3075, k: 5120, error: 13)",
             // the value a `cublasStatus_t` (`cuda_catalog` names it).
@@ -1157,9 +1180,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         category: "nccl_heartbeat_monitor_timeout",
         blame: Blame::Unknown,
         hint: "ProcessGroupNCCL's heartbeat monitor killed the process: its watchdog made no \
-               progress (a hung CUDA call, a GIL deadlock) or a collective timed out on some rank. \
-               Find the first rank that logged an error or a collective timeout; raise \
-               TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only when the watchdog is merely slow.",
+               progress (a hung CUDA call, a GIL deadlock). Find the first rank that logged an \
+               error or a hang; raise TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC only when the watchdog is \
+               merely slow.",
         priority: HIGH - 1,
         requires_any: &[],
         refines: &[],
@@ -1803,11 +1826,9 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     " nan,",
     " nan]",
     // A fetched value printed as the array it is (PaddlePaddle's `loss: [nan]`, a script's
-    // `print("loss", loss.numpy())`, numpy's padded `[ nan]`). `[inf` is left out: its anchor
-    // would also pass every `[info]` tag.
+    // `print("loss", loss.numpy())`; numpy's padded `[ nan]` passes on ` nan`). `[inf` is left
+    // out: its anchor would also pass every `[info]` tag.
     "[nan",
-    "[ nan",
-    "[ inf",
     // A bracketed key: `| [Loss] nan |` (loguru tables).
     "] nan",
     "] NaN",

@@ -801,28 +801,34 @@ mod tests {
             None
         ));
         assert!(ex("U kunt foutmeldingen zien zoals:", None));
-        assert!(ex(
-            "Si usa PyTorch en una GPU pequeña, es probable que vea un mensaje de error como:",
-            None
-        ));
-        assert!(ex(
-            "Se você treina modelos grandes, provavelmente verá uma mensagem como:",
-            None
-        ));
-        assert!(!ex("Me sale este error como:", None));
-        assert!(!ex("Eu recebo uma mensagem de erro como:", None));
-        assert!(!ex(
-            "Al entrenar el modelo, normalmente me sale un error como:",
-            None
-        ));
-        assert!(!ex(
-            "Quando treino o modelo, geralmente recebo um erro como:",
-            None
-        ));
-        assert!(!ex(
-            "Ogni volta che lancio il training, può capitare che esca un errore come:",
-            None
-        ));
+        // The Romance "like:" frames an example only for a reader addressed or "it is likely
+        // that"; a reporter's verb carries the first person.
+        for (intro, example) in [
+            (
+                "Si usa PyTorch en una GPU pequeña, es probable que vea un mensaje de error como:",
+                true,
+            ),
+            (
+                "Se você treina modelos grandes, provavelmente verá uma mensagem como:",
+                true,
+            ),
+            ("Me sale este error como:", false),
+            ("Eu recebo uma mensagem de erro como:", false),
+            (
+                "Al entrenar el modelo, normalmente me sale un error como:",
+                false,
+            ),
+            (
+                "Quando treino o modelo, geralmente recebo um erro como:",
+                false,
+            ),
+            (
+                "Ogni volta che lancio il training, può capitare che esca un errore come:",
+                false,
+            ),
+        ] {
+            assert_eq!(ex(intro, None), example, "{intro}");
+        }
         assert!(ex(
             "In machine learning frameworks, the error commonly appears as:",
             None

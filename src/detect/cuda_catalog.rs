@@ -341,41 +341,36 @@ const CURAND_STATUS: StatusTable = &[
 ];
 
 /// Wrappers that print a math library's status as a number: the text that heads the message,
-/// the text right before the number (empty when the head ends there), the library's family prefix
-/// and its enum:
+/// the text right before the number (empty when the head ends there) and the library's family
+/// prefix, whose enum [`STATUS_TABLES`] holds:
 /// - DeepSpeed's cuBLAS wrappers: "!!!! kernel execution error. (m: 1280, n: 3075, k: 5120,
 ///   error: 13)" (csrc/includes/cublas_wrappers.h and its .cu);
 /// - PaddlePaddle's `PADDLE_ENFORCE_GPU_SUCCESS`: "CUBLAS error(13).", "CUFFT error(5).",
 ///   "CUSOLVER error(7).", "CUSparse error(3).", "CURAND error(102)." (paddle/phi/core/
 ///   enforce.h, `build_nvidia_error_msg`; the status's name follows on a `[Hint: …]` line only
 ///   where Paddle's error table is installed). Its "CUDNN error(N), <name>." names the status.
-const STATUS_BY_CODE: &[(&str, &str, &str, StatusTable)] = &[
-    (
-        "kernel execution error. (",
-        "error: ",
-        "cublas_",
-        CUBLAS_STATUS,
-    ),
-    ("CUBLAS error(", "", "cublas_", CUBLAS_STATUS),
-    ("CUFFT error(", "", "cufft_", CUFFT_RESULT),
-    ("CUSOLVER error(", "", "cusolver_", CUSOLVER_STATUS),
-    ("CUSparse error(", "", "cusparse_", CUSPARSE_STATUS),
-    ("CURAND error(", "", "curand_", CURAND_STATUS),
+const STATUS_BY_CODE: &[(&str, &str, &str)] = &[
+    ("kernel execution error. (", "error: ", "cublas_"),
+    ("CUBLAS error(", "", "cublas_"),
+    ("CUFFT error(", "", "cufft_"),
+    ("CUSOLVER error(", "", "cusolver_"),
+    ("CUSparse error(", "", "cusparse_"),
+    ("CURAND error(", "", "curand_"),
 ];
 
 /// The family of a math library status that `line` prints as a number (`STATUS_BY_CODE`).
 fn status_code(line: &str) -> Option<String> {
-    STATUS_BY_CODE
-        .iter()
-        .find_map(|(head, code_at, family, table)| {
-            let rest = &line[line.find(head)? + head.len()..];
-            let rest = &rest[rest.find(code_at)? + code_at.len()..];
-            status_by_value(rest, family, table)
-        })
+    STATUS_BY_CODE.iter().find_map(|(head, code_at, family)| {
+        let rest = &line[line.find(head)? + head.len()..];
+        let rest = &rest[rest.find(code_at)? + code_at.len()..];
+        status_by_value(rest, family)
+    })
 }
 
-/// The status whose value `text` starts with, named with the library's family prefix.
-fn status_by_value(text: &str, family: &str, table: StatusTable) -> Option<String> {
+/// The status whose value `text` starts with, looked up in the library's table
+/// ([`STATUS_TABLES`]) and named with its family prefix.
+fn status_by_value(text: &str, family: &str) -> Option<String> {
+    let table = STATUS_TABLES.iter().find(|(f, _)| *f == family)?.1;
     let digits = text.bytes().take_while(u8::is_ascii_digit).count();
     let code: u32 = text.get(..digits)?.parse().ok()?;
     table
@@ -468,8 +463,7 @@ fn glog_check_value(after: &str, family: &str) -> Option<String> {
     if !rest[digits..].starts_with(" vs. 0)") {
         return None;
     }
-    let table = STATUS_TABLES.iter().find(|(f, _)| *f == family)?.1;
-    status_by_value(rest, family, table)
+    status_by_value(rest, family)
 }
 
 /// Is `line[start..end]` not glued to a neighbouring identifier character? (A message inside a

@@ -218,7 +218,10 @@ pub fn refine(line: &str) -> Option<Refined> {
     let best = c
         .needles
         .find_iter(line)
-        .filter(|m| word_bounded(line, m.start(), m.end()))
+        .filter(|m| {
+            word_bounded(line, m.start(), m.end())
+                || (line[m.start()..m.end()].contains(' ') && emphasised(line, m.start(), m.end()))
+        })
         .max_by_key(|m| m.len());
     if let Some(m) = best {
         return Some(Refined::Error(&c.errors[c.owner[m.pattern().as_usize()]]));
@@ -226,7 +229,80 @@ pub fn refine(line: &str) -> Option<Refined> {
     library_status(line)
         .or_else(|| status_code(line))
         .map(Refined::LibraryStatus)
-        .or_else(|| driver_code(line).map(Refined::Error))
+        .or_else(|| {
+            driver_code(line)
+                .or_else(|| runtime_code(line))
+                .map(Refined::Error)
+        })
+        .or_else(|| cut_message(line).map(Refined::Error))
+}
+
+/// The error of a runtime API value that a wrapper prints after its own words: TensorRT's "CUDA
+/// initialization failure with error: 35. Please check your CUDA installation" (also "with error
+/// 35", from its `createInferBuilder`/`createInferRuntime` check of the runtime; 35 is
+/// `cudaErrorInsufficientDriver`, 2 `cudaErrorMemoryAllocation`, 46 `cudaErrorDevicesUnavailable`,
+/// CUDA Runtime API, enum `cudaError`).
+fn runtime_code(line: &str) -> Option<&'static CudaError> {
+    const HEADS: [&str; 1] = ["CUDA initialization failure with error"];
+    let code = HEADS.iter().find_map(|head| {
+        let rest = line[line.find(head)? + head.len()..].trim_start_matches([':', ' ']);
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        rest[..digits].parse::<u32>().ok()
+    })?;
+    errors().iter().find(|e| e.code == code)
+}
+
+/// What comes before a runtime message on a generic line: "CUDA error: an illegal memory access"
+/// cut by a title's length, Triton's "Triton Error [CUDA]: …" (triton/backends/nvidia/driver.c,
+/// `gpuAssert`, which prints `cuGetErrorString`'s text).
+const MESSAGE_HEADS: [&str; 5] = [
+    "Triton Error [CUDA]",
+    "CUDA error: ",
+    "CUDA Error: ",
+    "HIP error: ",
+    "CUDA error ",
+];
+
+/// The error whose message a title or a paste cut short: the words after a [`MESSAGE_HEADS`]
+/// prefix start a catalog message and then stop or go elsewhere ("CUDA error: an illegal memory
+/// access on vLLM 0.11.2", "CUDA error: device-side assert"). At least three words must agree, or
+/// two that end the text; the messages that agree on the most words must all be of one family
+/// ("peer access" starts three).
+fn cut_message(line: &str) -> Option<&'static CudaError> {
+    let (head, at) = MESSAGE_HEADS
+        .iter()
+        .find_map(|h| line.find(h).map(|at| (h, at)))?;
+    let text = line[at + head.len()..].trim_start_matches([':', ' ', '_', '*', '`']);
+    let words: Vec<String> = text
+        .split_whitespace()
+        .take(12)
+        .map(|w| {
+            w.trim_end_matches([',', '.', ';', ':', '_', '*', '`', '!', '?', ')'])
+                .to_ascii_lowercase()
+        })
+        .collect();
+    let mut best: Vec<&'static CudaError> = Vec::new();
+    let mut most = 0;
+    for e in errors() {
+        let agree = e
+            .message
+            .split_whitespace()
+            .zip(&words)
+            .take_while(|(m, w)| m.eq_ignore_ascii_case(w))
+            .count();
+        if agree == 0 || agree < most {
+            continue;
+        }
+        if agree > most {
+            most = agree;
+            best.clear();
+        }
+        best.push(e);
+    }
+    let first = *best.first()?;
+    let ends = words.len() == most;
+    let enough = most >= 3 || (most == 2 && ends);
+    (enough && best.iter().all(|e| e.category == first.category)).then_some(first)
 }
 
 /// A library's status enum: value and the status's name, lower-cased without its prefix.
@@ -464,6 +540,28 @@ fn glog_check_value(after: &str, family: &str) -> Option<String> {
         return None;
     }
     status_by_value(rest, family)
+}
+
+/// Is `line[start..end]` set off by Markdown emphasis (`_…_`, `__…__`, `*…*`) rather than glued
+/// to an identifier: "it gave a _RuntimeError: CUDA error: invalid configuration argument_ error"?
+/// Only a message (words with spaces) is read so; a name glued to an underscore is another name.
+fn emphasised(line: &str, start: usize, end: usize) -> bool {
+    let b = line.as_bytes();
+    let ident = |x: u8| x.is_ascii_alphanumeric() || x == b'_';
+    let marks = |x: u8| x == b'_' || x == b'*';
+    // Past the run of emphasis marks after the message, no identifier goes on.
+    let mut e = end;
+    while e < b.len() && marks(b[e]) {
+        e += 1;
+    }
+    let after = e == b.len() || !ident(b[e]);
+    // Before the run of marks in front of it, likewise.
+    let mut s = start;
+    while s > 0 && marks(b[s - 1]) {
+        s -= 1;
+    }
+    let before = s == 0 || !ident(b[s - 1]);
+    after && before
 }
 
 /// Is `line[start..end]` not glued to a neighbouring identifier character? (A message inside a

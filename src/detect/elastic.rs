@@ -98,10 +98,72 @@ pub fn parse(line: &str) -> Option<SummaryLine> {
     None
 }
 
+/// The summary's field names, as the template prints them before their colons.
+const FIELD_NAMES: [&str; 6] = [
+    "time",
+    "host",
+    "rank",
+    "exitcode",
+    "error_file",
+    "traceback",
+];
+/// The root-cause header, which a flattened summary runs into its fields.
+const ROOT_CAUSE: &str = "Root Cause (first observed failure)";
+
+/// Parses every part of `line` that is a line of the summary, in order. A paste or a log shipper
+/// that lost the summary's newlines (CloudWatch, a one-line JSON `message`) runs one failure's
+/// fields into one line: "[2]: time : 2024-08-23_22:22:58 host : algo-2 rank : 2 (local_rank: 2)
+/// exitcode : -6 (pid: 189) error_file: <N/A> traceback : Signal 6 (SIGABRT) received by PID
+/// 189". The line is cut before each field name that a colon follows (`local_rank:` and `pid:`
+/// are inside the values) and each piece read as a field line.
+pub fn parse_all(line: &str) -> Vec<SummaryLine> {
+    let mut cuts: Vec<usize> = line.match_indices(ROOT_CAUSE).map(|(at, _)| at).collect();
+    for name in FIELD_NAMES {
+        for (at, _) in line.match_indices(name) {
+            let starts = line[..at]
+                .chars()
+                .next_back()
+                .is_none_or(|c| c.is_whitespace() || matches!(c, ':' | ']' | '|'));
+            let colon = line[at + name.len()..]
+                .trim_start_matches(' ')
+                .starts_with(':');
+            if starts && colon {
+                cuts.push(at);
+            }
+        }
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    if cuts.len() < 2 {
+        return parse(line).into_iter().collect();
+    }
+    cuts.iter()
+        .zip(cuts.iter().skip(1).chain(std::iter::once(&line.len())))
+        .filter_map(|(&a, &b)| parse(&line[a..b]))
+        .collect()
+}
+
+/// Is `line` one failed process's record with its fields run together ([`parse_all`]): its rank
+/// and a non-zero exit code at least?
+pub fn flattened_record(line: &str) -> bool {
+    let fields = parse_all(line);
+    fields.iter().any(|f| matches!(f, SummaryLine::Rank { .. }))
+        && fields
+            .iter()
+            .any(|f| matches!(f, SummaryLine::ExitCode { exitcode, .. } if *exitcode != 0))
+}
+
 /// Folds `line` into `rc`; returns whether it changed anything. Field lines only count once a
 /// root-cause header opened `rc`.
 pub fn fold(rc: &mut Option<RootCause>, line: &str) -> bool {
-    let Some(l) = parse(line) else { return false };
+    let mut changed = false;
+    for l in parse_all(line) {
+        changed |= fold_one(rc, l);
+    }
+    changed
+}
+
+fn fold_one(rc: &mut Option<RootCause>, l: SummaryLine) -> bool {
     if l == SummaryLine::RootCauseHeader {
         *rc = Some(RootCause::default());
         return true;
@@ -153,6 +215,50 @@ Root Cause (first observed failure):
   error_file: /tmp/torchelastic_ab/none_cd/attempt_0/0/error.json
   traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
 ============================================================";
+
+    #[test]
+    fn reads_a_summary_that_lost_its_newlines() {
+        // A log shipper's row (CloudWatch) of one failure under "Failures:".
+        let row = "  | 2024-08-23T22:22:58.879Z | [2]: time : 2024-08-23_22:22:58 host : algo-2 rank : 2 (local_rank: 2) exitcode : -6 (pid: 189) error_file: <N/A> traceback : Signal 6 (SIGABRT) received by PID 189";
+        assert!(flattened_record(row));
+        assert_eq!(
+            parse_all(row),
+            vec![
+                SummaryLine::Time("2024-08-23_22:22:58".into()),
+                SummaryLine::Host("algo-2".into()),
+                SummaryLine::Rank {
+                    rank: 2,
+                    local_rank: Some(2)
+                },
+                SummaryLine::ExitCode {
+                    exitcode: -6,
+                    pid: Some(189)
+                },
+                SummaryLine::ErrorFile(None),
+            ]
+        );
+        // Not under a root-cause header: the other failures do not name the root cause.
+        let mut rc = None;
+        assert!(!fold(&mut rc, row));
+        assert!(rc.is_none());
+        // The whole summary on one line: its root cause is the one after the header.
+        let flat = SUMMARY.replace('\n', " ");
+        let mut rc = None;
+        assert!(fold(&mut rc, &flat));
+        let rc = rc.unwrap();
+        assert_eq!(
+            (rc.rank, rc.exitcode, rc.pid),
+            (Some(0), Some(1), Some(4241))
+        );
+        assert_eq!(rc.host.as_deref(), Some("gpu-node-1"));
+        // Prose that names the fields is no record.
+        assert!(!flattened_record(
+            "the rank and exitcode fields of the summary"
+        ));
+        assert!(!flattened_record("  rank      : 1 (local_rank: 1)"));
+        // A process that exited cleanly did not fail.
+        assert!(!flattened_record("time : 12:00 host : node1 rank : 1 (local_rank: 1) exitcode : 0 (pid: 99) error_file: <N/A> traceback : <N/A>"));
+    }
 
     #[test]
     fn reads_the_root_cause_not_the_other_failures() {

@@ -552,10 +552,20 @@ fn without_colour_remnants(line: &str) -> Option<String> {
 
 /// Is `line[hit]` a CUDA or HIP error *type* name rather than a value of it: `cudaError` or
 /// `hipError` not continued by a value's name (`cudaErrorIllegalAddress`), or followed by `_t`?
+/// Or "CUDA error " as the first half of a compound noun ("CUDA error checking", "CUDA error
+/// handling"), which names a practice, not an error?
 fn type_name_alone(line: &str, hit: std::ops::Range<usize>) -> bool {
     let Some(name) = line.get(hit.clone()) else {
         return false;
     };
+    if name == "CUDA error " {
+        // A checking macro's failure names the practice too ("CUDA error check failed with code
+        // 700", "[CUDA error check] invalid configuration argument"): it reports when it says
+        // that something failed or the catalog can name the error.
+        return compound_noun_head(line.get(hit.end..).unwrap_or(""))
+            && !line.contains("fail")
+            && cuda_catalog::refine(line).is_none();
+    }
     if name != "cudaError" && name != "hipError" {
         return false;
     }
@@ -567,9 +577,37 @@ fn type_name_alone(line: &str, hit: std::ops::Range<usize>) -> bool {
     ident_len == 0 || &rest[..ident_len] == "_t"
 }
 
+/// Does `rest` (what follows "CUDA error ") start with a noun that makes the two words a compound:
+/// "CUDA error checking is performed", "CUDA error handling", "CUDA error macros"? What the runtime
+/// and the checking macros print after the words is a colon, a number, a code, a location or the
+/// message ("CUDA error 700", "CUDA error at foo.cu:12 code=700", "CUDA error (2)"), never one of
+/// these nouns; "code" and "message" are left out, since "CUDA error code=700" is output.
+fn compound_noun_head(rest: &str) -> bool {
+    const NOUNS: [&str; 13] = [
+        "check",
+        "checks",
+        "checking",
+        "checker",
+        "handling",
+        "handler",
+        "handlers",
+        "reporting",
+        "propagation",
+        "macro",
+        "macros",
+        "codes",
+        "messages",
+    ];
+    let word = rest
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("");
+    NOUNS.contains(&word)
+}
+
 /// Rows whose wording is only a CUDA error when the catalog can name the message after it:
-/// Caffe2's "Error at: <file>.cu:<line>: <message>".
-const REFINED_ONLY: [&str; 1] = ["caffe2_cuda_enforce"];
+/// Caffe2's "Error at: <file>.cu:<line>: <message>", Triton's and TensorRT's wrappers.
+const REFINED_ONLY: [&str; 2] = ["caffe2_cuda_enforce", "cuda_error_wrapped"];
 
 /// The families of a connection attempt, which a retry notice does not report.
 const CONNECT_FAMILIES: [&str; 2] = ["nccl_connection_refused", "c10d_store_connect_failed"];
@@ -1292,6 +1330,104 @@ mod tests {
         assert!(d.holds_error_in_code(
             "\t\tinput: \"NVRM: Xid (PCI:0000:05:00): 79, GPU has fallen off the bus.\","
         ));
+    }
+
+    /// Round seventeen: serving engines' and TensorRT's wordings, messages a title or Markdown cut
+    /// or wrapped, Megatron-LM's result validation, the store a heartbeat monitor reads, and the
+    /// shapes that name an error without reporting one.
+    #[test]
+    fn round_seventeen_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            // vLLM's KV cache, v1 and v0, behind a paste's quote bar.
+            ("\u{258e} ValueError: To serve at least one request with the model's max seq len (196608),", Kind::Oom, "cuda_oom"),
+            ("ValueError: To serve at least one request with the models's max seq len (40960), (10.00 GiB KV cache is needed, which is larger than the available KV cache memory (1.25 GiB).", Kind::Oom, "cuda_oom"),
+            ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (18000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.", Kind::Oom, "cuda_oom"),
+            // TensorRT's runtime check, by the runtime's value.
+            ("E1011 08:02:59.085540 1 logging.cc:40] [runtime.cpp::isCudaInstalledCorrectly::38] Error Code 6: Internal Error (CUDA initialization failure with error 35. Please check your CUDA installation:  http://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html)", Kind::CudaError, "driver_version_insufficient"),
+            ("[TRT] [E] createInferBuilder: Error Code 6: API Usage Error (CUDA initialization failure with error: 46)", Kind::CudaError, "device_unavailable"),
+            ("[TRT] [E] createInferRuntime: Error Code 6: API Usage Error (CUDA initialization failure with error: 2. Please check your CUDA installation)", Kind::Oom, "cuda_oom"),
+            // Triton's check, and messages a title cut short.
+            ("DeepSeek OCR Triton Error [CUDA] an illegal memory access on vLLM 0.11.2", Kind::CudaError, "illegal_memory_access"),
+            ("RuntimeError: Triton Error [CUDA]: misaligned address", Kind::CudaError, "misaligned_address"),
+            ("CUDA error: an illegal memory access when running Qwen2 with tp=4", Kind::CudaError, "illegal_memory_access"),
+            ("RuntimeError: CUDA error: invalid configuration", Kind::CudaError, "invalid_configuration"),
+            ("CUDA error: unspecified launch", Kind::CudaError, "unspecified_launch_failure"),
+            // Markdown emphasis around the message.
+            ("While runing, it gave a _RuntimeError: CUDA error: invalid configuration argument_ error.", Kind::CudaError, "invalid_configuration"),
+            ("*RuntimeError: CUDA error: an illegal memory access was encountered*", Kind::CudaError, "illegal_memory_access"),
+            // A checking macro's own failure.
+            ("[CUDA error check] invalid configuration argument in file foo.cu line 88", Kind::CudaError, "invalid_configuration"),
+            // The heartbeat monitor's store read, the socket error glued to its sentence.
+            ("[rank1]:[E614 11:14:03.086670611 ProcessGroupNCCL.cpp:1319] [PG 0 Rank 1] Failed to get exception dump flag from the global store.Connection reset by peer", Kind::NcclError, "c10d_store_recv_failed"),
+            // Megatron-LM's result validation, in the shapes it prints, and a title.
+            ("RuntimeError: Rank 3, node n1, device 3, iteration 205: Unexpected result nan (message='spiky loss')", Kind::Numeric, "non_finite_loss"),
+            ("Unexpected result nan\u{ff1f}", Kind::Numeric, "non_finite_loss"),
+            ("ERROR Unexpected result inf on rank 3 at iteration #12 invocation #1 (message='grad norm is inf')", Kind::Numeric, "nan_grad_norm"),
+            ("Unexpected result tensor(nan, device='cuda:0') (message='found NaN in local forward loss calculation')", Kind::Numeric, "non_finite_loss"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for (line, cat) in [
+            // Too few words, or words that start several messages of different families.
+            ("CUDA error: invalid", "unknown"),
+            ("CUDA error: an illegal", "unknown"),
+            ("CUDA error: peer access", "unknown"),
+            ("CUDA error: device", "unknown"),
+            // A name glued to an identifier is another name.
+            (
+                "RuntimeError: CUDA error: test__invalid configuration argument",
+                "unknown",
+            ),
+            // A checking macro that says it failed.
+            (
+                "CUDA error check failed with code 700 at attention.cu:211",
+                "unknown",
+            ),
+        ] {
+            assert_eq!(
+                headline(&d, line),
+                Some((Kind::CudaError, cat.to_owned())),
+                "{line}"
+            );
+        }
+        for line in [
+            // "CUDA error" as the head of a compound noun.
+            "If no proper CUDA error checking is performed the next CUDA operation might be running into the sticky error",
+            "Add CUDA error handling to the custom kernels",
+            // A wrapper's words without an error the catalog knows.
+            "See the Triton Error [CUDA] section of the FAQ",
+            "The CUDA initialization failure with error code is documented here",
+            "CUDA initialization failure with error: 12345",
+            // Another length check's ValueError.
+            "ValueError: The model's max seq len (4096) is larger than the model's max position embeddings (2048)",
+            // A configuration's entry: 0 asks for dynamic loss scaling.
+            "        \"loss_scale\": 0, ",
+            "  loss_scale: 0",
+            // A store's words without a socket error.
+            "Failed to get exception dump flag from the global store.",
+            // The words of a test or a sentence, not Megatron-LM's shapes.
+            "pytest: AssertionError: Unexpected result nan for input x=-1",
+            "If you get Unexpected result nan, lower the learning rate",
+            "Unexpected result 0.42 on rank 3",
+        ] {
+            assert!(
+                !matches!(d.inspect(line), Some(Evidence::Headline { .. })),
+                "{line}"
+            );
+        }
+        // A collapsing scale is still one where it is a reading.
+        for line in [
+            "{'loss': 2.1, 'loss_scale': 0, 'step': 12}",
+            "loss_scale: 0.0",
+        ] {
+            assert_eq!(
+                headline(&d, line),
+                Some((Kind::Numeric, "loss_scale_collapse".to_owned())),
+                "{line}"
+            );
+        }
     }
 
     #[test]

@@ -49,6 +49,12 @@ struct Patterns {
     /// The value before its key, after a verb of meeting it, as messages word it: "received a
     /// nan loss", "encountered NaN grad norm".
     adjectival: Regex,
+    /// Megatron-LM's result validation (megatron/core/rerun_state_machine.py, `validate_result`):
+    /// "Rank 3, node n1, device 3, iteration 205: Unexpected result nan (message='found NaN in
+    /// local forward loss calculation')", raised as a RuntimeError or logged; the value is the
+    /// loss or the gradient norm the check rejected, as Python prints it (`nan`, `inf`, or a
+    /// 0-dim tensor's repr).
+    unexpected: Regex,
     /// Words that keep a tagged message about a value hypothetical or negated ("WARNING: if the
     /// loss is nan, …", "ignore batches where the loss is nan", "no nan loss detected").
     message_prose: Regex,
@@ -76,13 +82,14 @@ fn patterns() -> &'static Patterns {
         // and print them as a tuple: `validation loss (min, avg, max): (inf, nan, -inf)`.
         // Fixed-width tables pad the key before its colon (`LOSS     :  nan`), and Chinese
         // reports join key and value with a copula (`loss为 nan`, `grad_norm为 nan`), also after
-        // an adverb ("grad_norm总是nan", grad_norm is always nan). A message may put the value in
+        // an adverb ("grad_norm总是nan", grad_norm is always nan; "grad_norm就是nan", is simply nan), and
+        // with a verb of turning into (`loss变为 nan`). A message may put the value in
         // parentheses after its key: ESPnet's "loss (=nan) is not correct" (espnet/asr/
         // pytorch_backend/asr.py, `CustomUpdater.update_core`). Static-graph trainers print a
         // fetched value as the one-element array it is (PaddlePaddle's `loss: [nan]`,
         // TensorFlow 1.x's `loss = [nan]`).
         keyed: Regex::new(&format!(
-            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:(?:总|總|一直|都|还|還|又|全)?(?:为|為|是)|\(?[:=]|变成|變成)[ \t]{{0,16}}(?:['"(]|\[\s{{0,2}})?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
+            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:(?:总|總|一直|都|还|還|又|全|就|也|仍然?|依然|始终|始終|直接)?(?:为|為|是)|\(?[:=]|变成|變成|变为|變為)[ \t]{{0,16}}(?:['"(]|\[\s{{0,2}})?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
         ))
         .expect("static regex"),
         // Fixed-width formatters pad the value into a column (`loss        nan`); metric
@@ -134,6 +141,10 @@ fn patterns() -> &'static Patterns {
         .expect("static regex"),
         adjectival: Regex::new(
             r"(?i:\b(?:received|receiving|got|getting|encountered|encountering|detected|found|hit|observed|saw))\s+(?:(?i:an?)\s+)?\b(?P<tok>nan|NaN|NAN|inf|Inf|INF)\s+(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))\b",
+        )
+        .expect("static regex"),
+        unexpected: Regex::new(
+            r"Unexpected result (?:tensor\(\s*)?(?P<tok>-?(?:nan|inf))\b(?P<rest>.*)$",
         )
         .expect("static regex"),
         message_prose: Regex::new(
@@ -325,6 +336,40 @@ fn runtime_message(
     Some(Some(headline(category, hint)))
 }
 
+/// Megatron-LM's rejected result ([`Patterns::unexpected`]) in the shapes it prints: after
+/// "iteration N: " (the RuntimeError), followed by " on rank " or by its " (message='…')", or alone
+/// as a report's title ("Unexpected result nan？"). The words alone are any test's ("AssertionError:
+/// Unexpected result nan for input x=-1").
+fn megatron_validation(line: &str) -> Option<Evidence> {
+    static ITERATION: OnceLock<Regex> = OnceLock::new();
+    let c = patterns().unexpected.captures(line)?;
+    let (m, tok, rest) = (c.get(0)?, c.name("tok")?, c.name("rest")?.as_str());
+    let before = &line[..m.start()];
+    let tail = rest
+        .strip_prefix(", device=")
+        .and_then(|r| r.split_once(')').map(|(_, t)| t))
+        .unwrap_or(rest);
+    let tail = tail.strip_prefix(')').unwrap_or(tail);
+    let shaped = super::prose::cached(&ITERATION, r"iteration #?\d+: $").is_match(before)
+        || tail.starts_with(" (message=")
+        || tail.starts_with(" on rank ")
+        || (before.trim().is_empty()
+            && rest
+                .trim_matches(|c: char| c.is_whitespace() || "?!.\u{ff1f}\u{ff01}".contains(c))
+                .is_empty());
+    if !shaped {
+        return None;
+    }
+    // The check's message, where the line keeps it, says which value it was.
+    Some(
+        if rest.contains("grad norm") || rest.contains("grad_norm") {
+            headline("nan_grad_norm", GRAD_HINT)
+        } else {
+            loss_headline(tok.as_str(), false)
+        },
+    )
+}
+
 /// `e` as a guess of its family ([`PROVISIONAL_RULE`]).
 fn provisional(e: Evidence) -> Evidence {
     match e {
@@ -364,6 +409,9 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     if let Some(Some(e)) = runtime_message(line, LATE_RUNTIME_CHECKS) {
         return Some(e);
     }
+    if let Some(e) = megatron_validation(line) {
+        return Some(e);
+    }
     if let Some(e) = runtime_message(line, LOGGED_VALUE_CHECKS) {
         return e.map(provisional);
     }
@@ -391,6 +439,13 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     // starts far above it (2^7 in fairseq, 2^16 in Apex and torch.amp).
     if let Some(c) = p.scale_metric.captures(line) {
         if let Ok(v) = c[1].trim_end_matches('.').parse::<f64>() {
+            // `"loss_scale": 0,` alone on its line is a configuration's entry, not a reading: 0
+            // asks DeepSpeed, Megatron-LM and HF's Trainer for dynamic loss scaling, and a
+            // pretty-printed JSON or YAML configuration puts each key on a line of its own
+            // (DeepSpeed prints its whole `json = {…}` that way at start-up).
+            if lone_entry(line) {
+                return None;
+            }
             if v < min_loss_scale {
                 return Some(headline("loss_scale_collapse", SCALE_HINT));
             }
@@ -531,6 +586,13 @@ fn level_message(line: &str) -> Option<std::ops::Range<usize>> {
         .and_then(|q| line[start..].find(q))
         .map_or(line.len(), |i| start + i);
     Some(start..end)
+}
+
+/// Is `line` one key and the integer 0 and nothing else (`  "loss_scale": 0,`, `loss_scale: 0`),
+/// as a configuration file writes the entry? A scaler's reading is a float (`loss_scale: 0.0`).
+fn lone_entry(line: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    super::prose::cached(&R, r#"^\s*["']?[A-Za-z_][\w.]*["']?\s*[:=]\s*0\s*,?\s*$"#).is_match(line)
 }
 
 /// A loss's family from its non-finite value: infinite only when the value is `inf` (in any

@@ -36,7 +36,7 @@ const PARAGRAPH_WORDS_BEFORE: usize = 1;
 const CJK_SENTENCE_CHARS: usize = 12;
 
 /// The regex of a static pattern, compiled on first use.
-pub(super) fn cached(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+pub(crate) fn cached(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
     cell.get_or_init(|| Regex::new(pattern).expect("static regex"))
 }
 

@@ -182,6 +182,21 @@ const STORE_WAIT_HINT: &str = "The rank-0 TCPStore waited for all ranks and some
     WORLD_SIZE), or cannot reach MASTER_ADDR:MASTER_PORT. Compare the ranks that joined with the \
     world size, and check the missing ranks' own logs.";
 
+/// A CUDA call failed and no row names the error more precisely.
+const GENERIC_CUDA_HINT: &str = "A CUDA call failed: replay the step with CUDA_LAUNCH_BLOCKING=1 \
+    to find the call, and check the kernel log for Xids on the same GPU.";
+
+/// vLLM's KV cache cannot hold one sequence of the configured length (two rows).
+const VLLM_KV_CACHE_HINT: &str = "vLLM's KV cache, in the GPU memory left after the weights and \
+    activations, cannot hold one sequence of max_model_len: lower --max-model-len (the message \
+    gives the longest that fits), raise --gpu-memory-utilization, store the KV cache in fp8 \
+    (--kv-cache-dtype fp8), or spread the model over more GPUs.";
+
+/// A rank lost its connection to the c10d store (two rows).
+const C10D_STORE_RECV_HINT: &str = "A rank lost its connection to the job's c10d TCPStore: the \
+    process that hosts it (rank 0, or torchrun's agent) exited or crashed, usually first. Find \
+    that process's own error; if it is still alive, check the network between the hosts.";
+
 const IB_COMPLETION_HINT: &str = "An InfiniBand/RoCE work request completed with an error: \
     check the HCA, cables and switch port of both peers (ibstat, link error counters).";
 const NO_KERNEL_IMAGE_HINT: &str = "The binary has no kernel for this GPU's architecture: \
@@ -920,6 +935,39 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // vLLM's check that one sequence of the configured length fits the KV cache left after
+        // the weights and activations: "ValueError: To serve at least one request with the
+        // model's max seq len (40960), (10.00 GiB KV cache is needed, which is larger than the
+        // available KV cache memory (1.25 GiB). …" (vllm/v1/core/kv_cache_utils.py,
+        // `check_enough_kv_cache_memory`; some releases spell it "models's") and the v0 engine's
+        // "ValueError: The model's max seq len (32768) is larger than the maximum number of
+        // tokens that can be stored in KV cache (18000). …" (vllm/worker/worker.py,
+        // `raise_if_cache_size_invalid`). Keyed on the exception's head, which every paste
+        // keeps while hard wraps split the rest anywhere.
+        name: "vllm_kv_cache_too_small",
+        literals: &["ValueError: To serve at least one request with the model"],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: VLLM_KV_CACHE_HINT,
+        priority: MID,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // The v0 engine's wording (above); its head is any length check's, so the line must
+        // name the KV cache.
+        name: "vllm_kv_cache_too_small_v0",
+        literals: &["ValueError: The model's max seq len ("],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: VLLM_KV_CACHE_HINT,
+        priority: MID,
+        requires_any: &["KV cache"],
+        refines: &[],
+    },
+    HeadlineRule {
         // XLA (JAX, TensorFlow on XLA) reports an exhausted device memory as an absl status
         // whose code it prints as `RESOURCE_EXHAUSTED:`, with the allocator's or compiler's
         // sentence after it. On TPUs: "Error allocating device buffer: Attempting to allocate
@@ -1123,8 +1171,30 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         kind: Kind::CudaError,
         category: "unknown",
         blame: Blame::Unknown,
-        hint: "A CUDA call failed: replay the step with CUDA_LAUNCH_BLOCKING=1 to find the call, \
-               and check the kernel log for Xids on the same GPU.",
+        hint: GENERIC_CUDA_HINT,
+        priority: GENERIC,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // Wrappers that put the runtime's error after their own words, counted only where
+        // `cuda_catalog` names the error (detect's `REFINED_ONLY`): the words alone also head a
+        // FAQ's section. Triton's launcher and driver checks: "Triton Error [CUDA]: an illegal
+        // memory access was encountered" (triton/backends/nvidia/driver.c, `gpuAssert`, with the
+        // driver's `cuGetErrorString` text), read also when a title cut the message short.
+        // TensorRT's check of the runtime before it builds or loads an engine: "CUDA
+        // initialization failure with error: 35. Please check your CUDA installation"
+        // (`createInferBuilder`, `createInferRuntime`, runtime.cpp `isCudaInstalledCorrectly`),
+        // the number a `cudaError_t`.
+        name: "cuda_error_wrapped",
+        literals: &[
+            "Triton Error [CUDA]",
+            "CUDA initialization failure with error",
+        ],
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: GENERIC_CUDA_HINT,
         priority: GENERIC,
         requires_any: &[],
         refines: &[],
@@ -1660,12 +1730,26 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         kind: Kind::NcclError,
         category: "c10d_store_recv_failed",
         blame: Blame::Unknown,
-        hint: "A rank lost its connection to the job's c10d TCPStore: the process that hosts it \
-               (rank 0, or torchrun's agent) exited or crashed, usually first. Find that \
-               process's own error; if it is still alive, check the network between the hosts.",
+        hint: C10D_STORE_RECV_HINT,
         // Above `nccl_peer_connection_closed`, whose socket error ends the same line.
         priority: MID + 3,
         requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // ProcessGroupNCCL's monitor reading the job's store fails with the socket's error glued
+        // to its own sentence: "Failed to get exception dump flag from the global store.Connection
+        // reset by peer" (ProcessGroupNCCL.cpp, `heartbeatMonitor`, which appends `e.what()`).
+        // The socket error is the store's connection, not a peer rank's, so this row outranks
+        // `nccl_peer_connection_closed` where the line names the store it read.
+        name: "c10d_store_read_socket_error",
+        literals: &["Connection reset by peer", "Connection closed by peer"],
+        kind: Kind::NcclError,
+        category: "c10d_store_recv_failed",
+        blame: Blame::Unknown,
+        hint: C10D_STORE_RECV_HINT,
+        priority: MID + 3,
+        requires_any: &["global store.Connection", "global store. Connection"],
         refines: &[],
     },
     HeadlineRule {
@@ -1769,6 +1853,10 @@ pub const SUMMARY_LITERALS: &[&str] = &[
     // multiprocessing.api:failed (exitcode: -6) …`), where a colon comes before it.
     " failed (exitcode: ",
     ":failed (exitcode: ",
+    // One failure's record with the summary's newlines lost ("… exitcode : -6 (pid: 189)
+    // error_file: <N/A> traceback : …", detect::elastic::parse_all): only there does a value's
+    // closing parenthesis come right before `error_file`.
+    ") error_file: ",
 ];
 
 /// Literals that a numeric blow-up line must contain (case-sensitive): a non-finite token in
@@ -1871,6 +1959,10 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     "Tensor had Inf values",
     "found NaN in local",
     "found Inf in local",
+    // Megatron-LM's result validation: "Unexpected result nan (message='…')" (numeric.rs).
+    "Unexpected result nan",
+    "Unexpected result inf",
+    "Unexpected result -inf",
     "loss_scale':",
     "loss_scale\":",
     "reducing to ",

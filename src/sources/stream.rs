@@ -360,6 +360,17 @@ fn framed_by_neighbours(
     {
         return Frame::Shown;
     }
+    // The first entry under a changelog's or release notes' fixes heading ("Bug Fixes",
+    // "### Fixed", "Known Issues") names a bug the release fixed or knows of, not a failure on
+    // this node.
+    if matches!(evidence, Evidence::Headline { .. })
+        && !log_prefixed(text)
+        && around
+            .intro
+            .is_some_and(|i| changelog_heading(&String::from_utf8_lossy(i)))
+    {
+        return Frame::Shown;
+    }
     // A string literal alone on a line, after a line that opens a call
     // (`err = RuntimeError(` / `"CUDA out of memory …"`): an argument in code. (A JSON array's
     // `"text": [` or a bare `[` opens data, which may be a program's output.)
@@ -426,6 +437,30 @@ enum Frame {
     Shown,
     /// The first line of an example an intro presents; the lines right after it may continue it.
     Example,
+}
+
+/// Is `line` the heading of a changelog's or release notes' section of fixed or known bugs
+/// ("Bug Fixes", "## Bug fixes", "**Known Issues:**", "🐛 Bug Fixes", "Resolved Issues", Keep a
+/// Changelog's "### Fixed"), alone on its line? No program prints one before its own error. A bare
+/// "Fixed" or "Fixes" counts only as a Markdown heading: a reporter writes it as a sentence.
+fn changelog_heading(line: &str) -> bool {
+    static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    crate::detect::prose::cached(
+        &R,
+        r"(?i)^\s*(?:(?:#{1,6}\s*)?(?:\*\*|__)?\s*(?:[\p{So}\x{fe0f}]\s*)*(?:bug\s?-?fix(?:es)?|fixed\s+(?:issues|bugs)|bugs?\s+fixed|resolved\s+issues|known\s+issues|what's\s+fixed)|#{1,6}\s*(?:[\p{So}\x{fe0f}]\s*)*(?:fixed|fixes))\s*:?\s*(?:\*\*|__)?\s*:?\s*$",
+    )
+    .is_match(line)
+}
+
+/// Does `text` start as a log record does (after a list bullet): a bracket, a digit (a time or a
+/// date), a glog header, a level, or a JSON object?
+fn log_prefixed(text: &str) -> bool {
+    static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    crate::detect::prose::cached(
+        &R,
+        r"^\s*(?:[-*+]\s+)?(?:\[|\{|\d|[IWEF]\d{4}\s|(?:INFO|WARN|WARNING|ERROR|FATAL|DEBUG)\b)",
+    )
+    .is_match(text)
 }
 
 /// Does `line` speak to the reader as a document does under a heading, with advice ("If you see
@@ -1161,6 +1196,25 @@ mod first_line {
             ("### CUDA out of memory\ntorch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.\n", 2),
             ("### \"THCudaCheck FAIL file=/src/THC/THCGeneral.c line=70 error=2 : out of memory\"\n", 1),
             ("# APP : FATAL : Cuda driver error 700 : CUDA_ERROR_ILLEGAL_ADDRESS : an illegal memory access was encountered\n", 1),
+        ]);
+    }
+
+    /// Release notes list fixed and known bugs under their own headings; a report's or a log's
+    /// heading-like line is no changelog's.
+    #[test]
+    fn an_entry_under_a_changelog_heading_is_a_fixed_bug() {
+        assert_counts(&[
+            ("Release Highlights\nBug Fixes\nRuntimeError: cudaErrorIllegalAddress: an illegal memory access was encountered\n", 0),
+            ("### \u{1f41b} Bug fixes\n\n- RuntimeError: CUDA error: an illegal memory access was encountered with fp8 KV cache\n", 0),
+            ("**Known Issues:**\nCUDA error: misaligned address on Hopper with head_dim 96\n", 0),
+            ("### Fixed\n\n- NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1234> with error 12, opcode 0, len 0, vendor err 129\n", 0),
+            // Not a heading of its own, a reporter's own words, a bare "Fixed" line, and log
+            // records under a heading.
+            ("Fixed\nRuntimeError: CUDA error: an illegal memory access was encountered\n", 1),
+            ("Known Issues:\n2024-06-14 11:14:03,123 ERROR train.py:88 RuntimeError: CUDA error: an illegal memory access was encountered\n", 1),
+            ("Bug Fixes\n{\"loss\": nan, \"step\": 10}\n", 1),
+            ("Bug fixes did not help, still getting:\nRuntimeError: CUDA error: an illegal memory access was encountered\n", 1),
+            ("Fixed the data loader, then:\nRuntimeError: CUDA error: an illegal memory access was encountered\n", 1),
         ]);
     }
 

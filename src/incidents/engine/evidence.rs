@@ -93,7 +93,9 @@ pub(super) fn frame(
 /// `ChildFailedError` summary also name the failure's root cause (the first rank that failed),
 /// which then heads the incident's message.
 pub(super) fn continuation(st: &mut StreamState, f: &Finding, cx: &mut Cx<'_>) {
-    if st.open.is_none() && CHILD_FAILED.iter().any(|m| f.text.contains(m)) {
+    if st.open.is_none()
+        && (CHILD_FAILED.iter().any(|m| f.text.contains(m)) || elastic::flattened_record(&f.text))
+    {
         // torchrun's summary with no failure of its own before it (the worker's error went to
         // a log this stream does not carry): the summary is the incident, headed by its root
         // cause once the fields below arrive.
@@ -107,26 +109,37 @@ pub(super) fn continuation(st: &mut StreamState, f: &Finding, cx: &mut Cx<'_>) {
             "torchrun_child_failed",
             cx,
         );
+        // A flattened summary carries its header and fields on the line that opened it.
+        if let Some(o) = st.open.as_mut() {
+            fold_root_cause(o, &f.text, cx.cfg.excerpt_line_bytes);
+        }
         return;
     }
     if let Some(o) = st.open.as_mut() {
         extend(o, f, cx.cfg);
-        if elastic::fold(&mut o.inc.root_cause, &f.text) {
-            if let Some(rc) = &o.inc.root_cause {
-                let head = root_cause_headline(rc);
-                let msg = o.inc.message.take().unwrap_or_default();
-                let rest = msg
-                    .split_once(ROOT_CAUSE_SEP)
-                    .map_or(msg.as_str(), |(_, r)| r);
-                let joined = if rest.is_empty() {
-                    head
-                } else {
-                    format!("{head}{ROOT_CAUSE_SEP}{rest}")
-                };
-                o.inc.message = Some(truncate_utf8(&joined, cx.cfg.excerpt_line_bytes));
-            }
-        }
+        fold_root_cause(o, &f.text, cx.cfg.excerpt_line_bytes);
         cx.dirty.push(o.key);
+    }
+}
+
+/// Folds a summary line into the open incident's root cause and, when that changed, heads the
+/// incident's message with it.
+fn fold_root_cause(o: &mut Open, text: &str, max_bytes: usize) {
+    if !elastic::fold(&mut o.inc.root_cause, text) {
+        return;
+    }
+    if let Some(rc) = &o.inc.root_cause {
+        let head = root_cause_headline(rc);
+        let msg = o.inc.message.take().unwrap_or_default();
+        let rest = msg
+            .split_once(ROOT_CAUSE_SEP)
+            .map_or(msg.as_str(), |(_, r)| r);
+        let joined = if rest.is_empty() {
+            head
+        } else {
+            format!("{head}{ROOT_CAUSE_SEP}{rest}")
+        };
+        o.inc.message = Some(truncate_utf8(&joined, max_bytes));
     }
 }
 

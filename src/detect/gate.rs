@@ -97,6 +97,10 @@ pub fn derive_gate(openers: &[String]) -> Vec<String> {
     let mut slots: Vec<&str> = openers.iter().map(String::as_str).collect();
     slots.sort_unstable();
     slots.dedup();
+    // A literal that contains another one is covered by whatever covers the shorter: only the
+    // shortest of such chains need anchors, and the longer ones must not sway the cover.
+    let all = slots.clone();
+    slots.retain(|s| !all.iter().any(|t| t != s && s.contains(t)));
     // Candidate anchors: every substring of ANCHOR_MIN..=ANCHOR_MAX bytes of every slot (the
     // slot itself when shorter), not found in ordinary lines when the slot allows it.
     let mut cands: Vec<&str> = Vec::new();
@@ -502,6 +506,24 @@ fn order_for_teddy(sorted: Vec<String>) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::detect::DetectorSet;
+
+    #[test]
+    fn a_literal_that_holds_another_adds_nothing_to_the_cover() {
+        let base: Vec<String> = ["Connection reset by peer", "Watchdog caught", "Xid (PCI:"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        let mut more = base.clone();
+        more.push("RuntimeError: Connection reset by peer".to_owned());
+        more.push("[rank0]: Watchdog caught collective operation timeout".to_owned());
+        assert_eq!(derive_gate(&base), derive_gate(&more));
+        for l in &more {
+            assert!(
+                derive_gate(&more).iter().any(|a| l.contains(a.as_str())),
+                "{l}"
+            );
+        }
+    }
 
     #[test]
     fn the_order_is_a_permutation_the_model_prefers() {

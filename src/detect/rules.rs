@@ -182,6 +182,10 @@ const STORE_WAIT_HINT: &str = "The rank-0 TCPStore waited for all ranks and some
     WORLD_SIZE), or cannot reach MASTER_ADDR:MASTER_PORT. Compare the ranks that joined with the \
     world size, and check the missing ranks' own logs.";
 
+/// The row whose line counts only after a traceback through `torch/distributed/` (the incident
+/// engine checks the frames).
+pub const SOCKET_ERROR_IN_C10D_TRACEBACK: &str = "c10d_socket_error_in_traceback";
+
 /// A CUDA call failed and no row names the error more precisely.
 const GENERIC_CUDA_HINT: &str = "A CUDA call failed: replay the step with CUDA_LAUNCH_BLOCKING=1 \
     to find the call, and check the kernel log for Xids on the same GPU.";
@@ -1750,6 +1754,28 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: C10D_STORE_RECV_HINT,
         priority: MID + 3,
         requires_any: &["global store.Connection", "global store. Connection"],
+        refines: &[],
+    },
+    HeadlineRule {
+        // PyTorch 1.x's c10d raised its store sockets' errors as a bare RuntimeError (c10d
+        // Utils.hpp `recvBytes`/`sendBytes` throwing `std::system_error`): a traceback through
+        // `init_process_group` or the store-based barrier ends in "RuntimeError: Connection reset
+        // by peer", or its send side's "RuntimeError: Broken pipe". Any Python program raises the
+        // same words, so
+        // the incident engine keeps this row's line only right after a traceback whose frames
+        // are in `torch/distributed/` ([`SOCKET_ERROR_IN_C10D_TRACEBACK`]).
+        name: SOCKET_ERROR_IN_C10D_TRACEBACK,
+        literals: &[
+            "RuntimeError: Connection reset by peer",
+            "RuntimeError: Broken pipe",
+        ],
+        kind: Kind::NcclError,
+        category: "c10d_store_recv_failed",
+        blame: Blame::Unknown,
+        hint: C10D_STORE_RECV_HINT,
+        // Below every row that the line's own words name (NCCL, Gloo, c10d, ProcessGroup).
+        priority: MID + 1,
+        requires_any: &[],
         refines: &[],
     },
     HeadlineRule {

@@ -5,6 +5,7 @@
 
 use super::{EngineConfig, Open, PendingTraceback, StreamState, Update, MAX_IDENTITIES};
 use crate::detect::numeric::PROVISIONAL_RULE;
+use crate::detect::rules::SOCKET_ERROR_IN_C10D_TRACEBACK;
 use crate::detect::{elastic, sxid as sxidcat, xid as xidparse, xid_catalog};
 use crate::model::{
     truncate_utf8, AssertSite, Blame, Finding, GpuDriverEventKind, Incident, Kind, RootCause,
@@ -178,6 +179,18 @@ fn root_cause_headline(rc: &RootCause) -> String {
     s
 }
 
+/// Does the line at `seq` end a pending traceback (its last frame at most three lines above: the
+/// frame's code line, and Python 3.11's carets under it, come between) whose frames run through
+/// `torch/distributed/`?
+fn after_c10d_frames(tb: &PendingTraceback, seq: u64) -> bool {
+    !tb.frames.is_empty()
+        && seq > tb.last_seq
+        && seq <= tb.last_seq + 3
+        && tb.frames.iter().any(|(file, _, _)| {
+            file.contains("torch/distributed/") || file.contains("torch\\distributed\\")
+        })
+}
+
 /// A device `assert` line: opens a device-assert incident or joins the open one.
 pub(super) fn kernel_assert(st: &mut StreamState, f: &Finding, site: Site<'_>, cx: &mut Cx<'_>) {
     let joins = st
@@ -225,6 +238,11 @@ pub(super) fn headline(
     rule: &str,
     cx: &mut Cx<'_>,
 ) {
+    // A socket error that only a traceback through torch.distributed makes c10d's: the frames
+    // must be pending and end right above it (the last frame's code line comes between).
+    if rule == SOCKET_ERROR_IN_C10D_TRACEBACK && !after_c10d_frames(&st.tb, f.seq) {
+        return;
+    }
     // A CUDA check that named no error (cutorch's "THCudaCheck FAIL file=… line=" whose "error=2
     // : out of memory" a wrap moved to the next line, a "CUDA error: " whose message was cut)
     // followed at once by an out-of-memory headline is one failure: the allocation the check saw

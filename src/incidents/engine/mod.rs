@@ -458,6 +458,24 @@ For debugging consider passing CUDA_LAUNCH_BLOCKING=1.
     }
 
     #[test]
+    fn a_bare_socket_error_is_c10d_s_only_after_its_frames() {
+        // PyTorch 1.x's store raised its socket errors as a bare RuntimeError.
+        let c10d = "Traceback (most recent call last):\n  File \"/app/train.py\", line 10, in <module>\n    dist.init_process_group(backend=\"nccl\", init_method=\"tcp://10.0.0.2:23456\")\n  File \"/usr/lib/python3.9/site-packages/torch/distributed/distributed_c10d.py\", line 611, in init_process_group\n    default_pg._set_sequence_number_for_group()\nRuntimeError: Connection reset by peer\n";
+        let incs = run(c10d);
+        assert_eq!(incs.len(), 1, "{incs:#?}");
+        assert_eq!(incs[0].category, "c10d_store_recv_failed");
+        // Any other program's traceback, and the words alone or far below the frames.
+        let other = c10d.replace("torch/distributed/distributed_c10d.py", "aiohttp/client.py");
+        assert!(run(&other).is_empty(), "{:#?}", run(&other));
+        assert!(run("RuntimeError: Connection reset by peer\n").is_empty());
+        let far = c10d.replace(
+            "RuntimeError: Connection reset by peer",
+            "retrying\nretrying\nretrying\nRuntimeError: Connection reset by peer",
+        );
+        assert!(run(&far).is_empty(), "{:#?}", run(&far));
+    }
+
+    #[test]
     fn xid_bursts_group_per_gpu() {
         let incs = run("NVRM: Xid (PCI:0000:dc:00): 45, pid=1, name=python3, Ch 1\nNVRM: Xid (PCI:0000:ed:00): 45, pid=2, name=python3, Ch 2\nNVRM: Xid (PCI:0000:dc:00): 45, pid=1, name=python3, Ch 3\n");
         assert_eq!(incs.len(), 2);

@@ -1405,6 +1405,10 @@ mod tests {
             // A configuration's entry: 0 asks for dynamic loss scaling.
             "        \"loss_scale\": 0, ",
             "  loss_scale: 0",
+            // The same behind a collector's or launcher's prefix.
+            "2024-05-01T12:00:00.123456789Z stdout F         \"loss_scale\": 0, ",
+            "[default0]:        \"loss_scale\": 0,",
+            "trainer-1  |         \"loss_scale\": 0,",
             // A store's words without a socket error.
             "Failed to get exception dump flag from the global store.",
             // The words of a test or a sentence, not Megatron-LM's shapes.

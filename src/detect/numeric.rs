@@ -590,9 +590,16 @@ fn level_message(line: &str) -> Option<std::ops::Range<usize>> {
 
 /// Is `line` one key and the integer 0 and nothing else (`  "loss_scale": 0,`, `loss_scale: 0`),
 /// as a configuration file writes the entry? A scaler's reading is a float (`loss_scale: 0.0`).
+/// A launcher's or collector's prefix may come first, as where DeepSpeed prints its configuration
+/// into a container's log: a CRI or ISO timestamp, torchrun's `[default0]:`, srun's `3: `,
+/// Compose's `svc-1  | `.
 fn lone_entry(line: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
-    super::prose::cached(&R, r#"^\s*["']?[A-Za-z_][\w.]*["']?\s*[:=]\s*0\s*,?\s*$"#).is_match(line)
+    super::prose::cached(
+        &R,
+        r#"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z?\s+(?:(?:stdout|stderr)\s+[FP]\s+)?|\[(?:default|rank)\d+\]:|\d{1,5}:\s|[\w.-]+\s+\|\s)?\s*["']?[A-Za-z_][\w.]*["']?\s*[:=]\s*0\s*,?\s*$"#,
+    )
+    .is_match(line)
 }
 
 /// A loss's family from its non-finite value: infinite only when the value is `inf` (in any

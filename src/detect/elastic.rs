@@ -146,6 +146,11 @@ pub fn parse_all(line: &str) -> Vec<SummaryLine> {
 /// Is `line` one failed process's record with its fields run together ([`parse_all`]): its rank
 /// and a non-zero exit code at least?
 pub fn flattened_record(line: &str) -> bool {
+    // The engine asks this of every continuation line while no incident is open; a rank field
+    // only parses where `(local_rank:` is, so most lines need no cutting.
+    if !line.contains("(local_rank:") {
+        return false;
+    }
     let fields = parse_all(line);
     fields.iter().any(|f| matches!(f, SummaryLine::Rank { .. }))
         && fields

@@ -229,27 +229,8 @@ pub fn refine(line: &str) -> Option<Refined> {
     library_status(line)
         .or_else(|| status_code(line))
         .map(Refined::LibraryStatus)
-        .or_else(|| {
-            driver_code(line)
-                .or_else(|| runtime_code(line))
-                .map(Refined::Error)
-        })
+        .or_else(|| numbered_error(line).map(Refined::Error))
         .or_else(|| cut_message(line).map(Refined::Error))
-}
-
-/// The error of a runtime API value that a wrapper prints after its own words: TensorRT's "CUDA
-/// initialization failure with error: 35. Please check your CUDA installation" (also "with error
-/// 35", from its `createInferBuilder`/`createInferRuntime` check of the runtime; 35 is
-/// `cudaErrorInsufficientDriver`, 2 `cudaErrorMemoryAllocation`, 46 `cudaErrorDevicesUnavailable`,
-/// CUDA Runtime API, enum `cudaError`).
-fn runtime_code(line: &str) -> Option<&'static CudaError> {
-    const HEADS: [&str; 1] = ["CUDA initialization failure with error"];
-    let code = HEADS.iter().find_map(|head| {
-        let rest = line[line.find(head)? + head.len()..].trim_start_matches([':', ' ']);
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        rest[..digits].parse::<u32>().ok()
-    })?;
-    errors().iter().find(|e| e.code == code)
 }
 
 /// What comes before a runtime message on a generic line: "CUDA error: an illegal memory access"
@@ -455,28 +436,72 @@ fn status_by_value(text: &str, family: &str) -> Option<String> {
         .map(|(_, s)| format!("{family}{s}"))
 }
 
-/// The error of a driver API call that a binding reports by its `CUresult` value: Numba's
-/// "CudaAPIError: [716] Call to cuMemcpyDtoH results in UNKNOWN_CUDA_ERROR" names the value only
-/// where its own table lacks the name (numba/cuda/cudadrv/driver.py, `_check_error`), and Julia's
-/// CUDA.jl shows the enum's raw value inside its error's fields: "CuError(code=
-/// CUDA.cudaError_enum(0x000002bc), details=…)" (`cudaError_enum` is its name for `CUresult`,
-/// lib/cudadrv/libcuda.jl), as its predecessor CUDAdrv.jl showed it in decimal: "CuError(701,
-/// nothing)". The catalog's rows that have a driver API twin share its value (CUDA
-/// Driver API, enum `CUresult`).
-fn driver_code(line: &str) -> Option<&'static CudaError> {
-    // Head, the text that ends the number, and its radix.
-    const HEADS: [(&str, char, u32); 3] = [
-        ("CudaAPIError: [", ']', 10),
-        ("cudaError_enum(0x", ')', 16),
-        ("CuError(", ',', 10),
-    ];
-    let code = HEADS.iter().find_map(|&(head, end, radix)| {
-        let rest = &line[line.find(head)? + head.len()..];
-        u32::from_str_radix(rest.get(..rest.find(end)?)?.trim(), radix).ok()
-    })?;
-    errors()
-        .iter()
-        .find(|e| e.code == code && e.driver_name.is_some())
+/// A wrapper that prints a CUDA API's error by its number: the head before the number, the text
+/// that ends it (`None`: where the digits end), its radix, and whether the number is the driver
+/// API's `CUresult` (only rows with a driver API twin share the value) or the runtime's
+/// `cudaError_t`.
+struct NumberedError {
+    head: &'static str,
+    end: Option<char>,
+    radix: u32,
+    driver: bool,
+}
+
+/// The wrappers that print an error's number (CUDA Driver API, enum `CUresult`; CUDA Runtime API,
+/// enum `cudaError`):
+/// - Numba's "CudaAPIError: [716] Call to cuMemcpyDtoH results in UNKNOWN_CUDA_ERROR" names the
+///   value only where its own table lacks the name (numba/cuda/cudadrv/driver.py, `_check_error`);
+/// - Julia's CUDA.jl shows the enum's raw value inside its error's fields: "CuError(code=
+///   CUDA.cudaError_enum(0x000002bc), details=…)" (`cudaError_enum` is its name for `CUresult`,
+///   lib/cudadrv/libcuda.jl), as its predecessor CUDAdrv.jl showed it in decimal: "CuError(701,
+///   nothing)";
+/// - TensorRT's "CUDA initialization failure with error: 35. Please check your CUDA installation"
+///   (also "with error 35", from its `createInferBuilder`/`createInferRuntime` check of the
+///   runtime; 35 is `cudaErrorInsufficientDriver`, 2 `cudaErrorMemoryAllocation`, 46
+///   `cudaErrorDevicesUnavailable`).
+const NUMBERED_ERRORS: [NumberedError; 4] = [
+    NumberedError {
+        head: "CudaAPIError: [",
+        end: Some(']'),
+        radix: 10,
+        driver: true,
+    },
+    NumberedError {
+        head: "cudaError_enum(0x",
+        end: Some(')'),
+        radix: 16,
+        driver: true,
+    },
+    NumberedError {
+        head: "CuError(",
+        end: Some(','),
+        radix: 10,
+        driver: true,
+    },
+    NumberedError {
+        head: "CUDA initialization failure with error",
+        end: None,
+        radix: 10,
+        driver: false,
+    },
+];
+
+/// The catalog row of the first error number a wrapper in [`NUMBERED_ERRORS`] prints on `line`.
+fn numbered_error(line: &str) -> Option<&'static CudaError> {
+    NUMBERED_ERRORS.iter().find_map(|w| {
+        let rest = &line[line.find(w.head)? + w.head.len()..];
+        let digits = match w.end {
+            Some(end) => rest.get(..rest.find(end)?)?.trim(),
+            None => {
+                let rest = rest.trim_start_matches([':', ' ']);
+                &rest[..rest.bytes().take_while(u8::is_ascii_digit).count()]
+            }
+        };
+        let code = u32::from_str_radix(digits, w.radix).ok()?;
+        errors()
+            .iter()
+            .find(|e| e.code == code && (!w.driver || e.driver_name.is_some()))
+    })
 }
 
 /// The category for a math library's status name on `line` (`CUSOLVER_STATUS_INTERNAL_ERROR` →

@@ -1,5 +1,5 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh16/` (round seventeen), one set per round, all spent and kept for regressions.
+//! through `tests/fresh17/` (round eighteen), one set per round, all spent and kept for regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -574,4 +574,9 @@ fn fresh15_set_scores() {
 #[test]
 fn fresh16_set_scores() {
     score("fresh16");
+}
+
+#[test]
+fn fresh17_set_scores() {
+    score("fresh17");
 }

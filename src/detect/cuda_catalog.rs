@@ -235,13 +235,15 @@ pub fn refine(line: &str) -> Option<Refined> {
 
 /// What comes before a runtime message on a generic line: "CUDA error: an illegal memory access"
 /// cut by a title's length, Triton's "Triton Error [CUDA]: …" (triton/backends/nvidia/driver.c,
-/// `gpuAssert`, which prints `cuGetErrorString`'s text).
-const MESSAGE_HEADS: [&str; 5] = [
+/// `gpuAssert`, which prints `cuGetErrorString`'s text), a checking macro's "cudaMemcpy(…) failed
+/// with error …" (tiny-cuda-nn's `CUDA_CHECK_THROW`).
+const MESSAGE_HEADS: [&str; 6] = [
     "Triton Error [CUDA]",
     "CUDA error: ",
     "CUDA Error: ",
     "HIP error: ",
     "CUDA error ",
+    ") failed with error ",
 ];
 
 /// The error whose message a title or a paste cut short: the words after a [`MESSAGE_HEADS`]
@@ -525,6 +527,21 @@ pub fn library_status(line: &str) -> Option<String> {
                 .bytes()
                 .take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
                 .count();
+            // A paste that lost its newlines glues the next record's date to the status
+            // ("CUDNN_STATUS_INTERNAL_ERROR2020-01-05 15:14:13.983313: E …"); the year is the
+            // date's. (No status of these libraries ends in a digit.)
+            let len = if rest[len..].starts_with('-')
+                && rest[..len]
+                    .bytes()
+                    .rev()
+                    .take_while(u8::is_ascii_digit)
+                    .count()
+                    == 4
+            {
+                len - 4
+            } else {
+                len
+            };
             let status = rest[..len].trim_end_matches('_');
             if status == "SUCCESS" {
                 // The value the check got, unless the line names the status as well (MXNet's
@@ -888,6 +905,20 @@ mod tests {
             Some("illegal_memory_access")
         );
         assert_eq!(category("CuError(code=CUDA.cudaError_enum(0xzz))"), None);
+    }
+
+    #[test]
+    fn a_status_glued_to_the_next_records_date_is_still_named() {
+        assert_eq!(
+            library_status("could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR2020-01-05 15:14:13.983313: E tensorflow")
+                .as_deref(),
+            Some("cudnn_internal_error")
+        );
+        // Digits that are no date stay the status's (and name none this table has).
+        assert_eq!(
+            library_status("CUBLAS_STATUS_NOT_SUPPORTED2 happened").as_deref(),
+            Some("cublas_not_supported2")
+        );
     }
 
     #[test]

@@ -425,6 +425,23 @@ impl DetectorSet {
         {
             headlines.clear();
         }
+        // A line that holds several log records (a paste that lost its newlines glues the next
+        // record's timestamp to the end of the one before: "…: CUDNN_STATUS_INTERNAL_ERROR2020-
+        // 01-05 15:14:13.983313: E …: could not destroy cudnn handle: CUDNN_STATUS_BAD_PARAM")
+        // reports its first record's error, where that record names one.
+        if let Some(at) = later_record(line) {
+            if headline_hits.iter().any(|h| h.start < at) {
+                let mut i = 0;
+                while i < headlines.len() {
+                    if headline_hits[i].start < at {
+                        i += 1;
+                    } else {
+                        headlines.remove(i);
+                        headline_hits.remove(i);
+                    }
+                }
+            }
+        }
         // NCCL logs at INFO what it retries or ignores (`CUDACHECKIGNORE`'s "Cuda failure 'peer
         // access is not supported …'", "Call to connect returned Connection refused,
         // retrying"); its failures are WARN lines. Neither the NCCL rows nor the CUDA rows
@@ -453,6 +470,7 @@ impl DetectorSet {
             .filter(|r| {
                 r.requires_any.is_empty() || r.requires_any.iter().any(|s| line.contains(s))
             })
+            .filter(|r| r.name != "torch_allocation_limit" || allocation_limit_tail(line))
             .max_by_key(|r| r.priority);
         if let Some(r) = best {
             if r.kind == Kind::CudaError && r.category == "unknown" {
@@ -606,8 +624,41 @@ fn compound_noun_head(rest: &str) -> bool {
 }
 
 /// Rows whose wording is only a CUDA error when the catalog can name the message after it:
-/// Caffe2's "Error at: <file>.cu:<line>: <message>", Triton's and TensorRT's wrappers.
-const REFINED_ONLY: [&str; 2] = ["caffe2_cuda_enforce", "cuda_error_wrapped"];
+/// Caffe2's "Error at: <file>.cu:<line>: <message>", Triton's and TensorRT's wrappers, a checking
+/// macro's "<call> failed with error <message>".
+const REFINED_ONLY: [&str; 3] = [
+    "caffe2_cuda_enforce",
+    "cuda_error_wrapped",
+    "cuda_call_failed_with_error",
+];
+
+/// Where a second log record starts on `line`: its second date-and-time stamp
+/// (`2020-01-05 15:14:13`, ISO 8601's `T` too). The first may be the line's own or a
+/// collector's; a record's message seldom quotes two.
+fn later_record(line: &str) -> Option<usize> {
+    static STAMP: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    if line.len() < 38 || !line.contains(':') {
+        return None;
+    }
+    prose::cached(&STAMP, r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}")
+        .find_iter(line)
+        .nth(1)
+        .map(|m| m.start())
+}
+
+/// Whether PyTorch's "Allocation on device" on `line` is its allocator's limit message: the
+/// words go on with "would exceed allowed memory", or end the text where the device index, written
+/// as a byte, cut the message (see the `torch_allocation_limit` row).
+fn allocation_limit_tail(line: &str) -> bool {
+    const WORDS: &str = "Allocation on device";
+    line.match_indices(WORDS).any(|(at, _)| {
+        let rest = &line[at + WORDS.len()..];
+        rest.contains("would exceed allowed memory")
+            || rest
+                .trim_end_matches(|c: char| c.is_whitespace() || "'\"`*_.\\".contains(c))
+                .is_empty()
+    })
+}
 
 /// The families of a connection attempt, which a retry notice does not report.
 const CONNECT_FAMILIES: [&str; 2] = ["nccl_connection_refused", "c10d_store_connect_failed"];
@@ -1335,6 +1386,41 @@ mod tests {
     /// Round seventeen: serving engines' and TensorRT's wordings, messages a title or Markdown cut
     /// or wrapped, Megatron-LM's result validation, the store a heartbeat monitor reads, and the
     /// shapes that name an error without reporting one.
+    #[test]
+    fn round_eighteen_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            // PyTorch's allocator limit, whole and cut by the device's byte.
+            ("torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)", Kind::Oom, "cuda_oom"),
+            ("2024-12-16 17:10:56,767 - root - ERROR - !!! Exception during processing !!! Allocation on device ", Kind::Oom, "cuda_oom"),
+            ("- **Exception Message:** Allocation on device ", Kind::Oom, "cuda_oom"),
+            ("Allocation on device", Kind::Oom, "cuda_oom"),
+            // A checking macro's "failed with error", whole and cut by a title.
+            ("ERROR Uncaught exception: /src/tiny-cuda-nn/include/tiny-cuda-nn/gpu_memory.h:601 cudaDeviceSynchronize() failed with error an illegal memory access was encounte", Kind::CudaError, "illegal_memory_access"),
+            ("cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost) failed with error unspecified launch failure", Kind::CudaError, "unspecified_launch_failure"),
+            // A timed-out collective's description without the watchdog's sentence.
+            ("WorkNCCL(SeqNum=5125, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1807734 millisecond", Kind::NcclError, "nccl_watchdog_timeout"),
+            ("[Rank 0] Work WorkNCCL(SeqNum=12, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=600000) timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=1).", Kind::NcclError, "nccl_watchdog_timeout"),
+            // Two records on one line: the first record's error.
+            ("2020-01-05 15:14:13.983257: E tensorflow/stream_executor/cuda/cuda_dnn.cc:403] could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR2020-01-05 15:14:13.983313: E tensorflow/stream_executor/cuda/cuda_dnn.cc:370] could not destroy cudnn handle: CUDNN_STATUS_BAD_PARAM", Kind::CudaError, "cudnn_internal_error"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // Another program's allocation log, and the words inside a sentence.
+            "Allocation on device 0 launch on device 1",
+            "Allocation on device memory is done lazily by the runtime.",
+            // Any call's failure without a CUDA message after it.
+            "Call to connect(fd, addr) failed with error 111",
+            "open(path) failed with error Permission denied",
+            // A work's description in a start-up or debug line.
+            "[Rank 0] Enqueued WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=600000)",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+    }
+
     #[test]
     fn round_seventeen_wordings_and_what_stays_quiet() {
         let d = DetectorSet::builtin();

@@ -500,6 +500,7 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             }
             _ => {
                 !reported_code(m)
+                    && !in_metric_run(line, m)
                     && (prose_end.is_some_and(|e| e <= m.start())
                         || p.prose_after.is_match(&line[m.end()..]))
             }
@@ -558,6 +559,22 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     // "Loss is inf or nan" (TensorFlow's check_numerics message for a loss) says either.
     let either = p.or_nan.is_match(&line[tok.end()..]);
     value_headline(&hit, either)
+}
+
+/// Whether the value `m` is one of a run of `key=value` pairs, the way a trainer prints its
+/// metrics (k2/icefall's "ctc_loss=0.1, att_loss=nan, loss=nan", Keras-style `loss=nan acc=0.5`):
+/// quoted inside a sentence ("after 11,000 batches I got ctc_loss=0, att_loss=nan, loss=nan"),
+/// such a run is the log's output, not prose about a value. One pair alone stays a sentence's.
+fn in_metric_run(line: &str, m: regex::Match) -> bool {
+    static RUN: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let run = super::prose::cached(
+        &RUN,
+        r"(?:\b[A-Za-z_][\w.]{0,30}=[^\s,;=]{1,30}(?:[,;]\s*|\s+)){1,}\b[A-Za-z_][\w.]{0,30}=[^\s,;=]{1,30}",
+    );
+    line.contains('=')
+        && run
+            .find_iter(line)
+            .any(|r| r.start() <= m.start() && m.end() <= r.end() + 1)
 }
 
 /// The family of a key and its non-finite value (captures `key` and `tok`): a gradient norm's,
@@ -626,6 +643,25 @@ mod tests {
             Some(Evidence::Headline { category, .. }) => Some(category.into_owned()),
             _ => None,
         }
+    }
+
+    #[test]
+    fn metric_runs_quoted_in_a_sentence() {
+        // A trainer's run of metrics, quoted in a report, is the log's output.
+        assert_eq!(
+            cat(
+                "But after about 11,000 batches, I got ctc_loss=0, att_loss=nan, loss=nan problem."
+            )
+            .as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(
+            cat("when training I see loss=nan acc=0.51 on every step").as_deref(),
+            Some("non_finite_loss")
+        );
+        // One pair in a sentence is still prose about a value.
+        assert_eq!(cat("I got loss=nan after 100 steps"), None);
+        assert_eq!(cat("If you see loss=nan, lower the learning rate."), None);
     }
 
     #[test]

@@ -1057,6 +1057,28 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // PyTorch's allocators when an allocation would pass the process's limit (the memory
+        // fraction of `torch.cuda.set_per_process_memory_fraction`, or the `cudaMallocAsync`
+        // backend's pool): "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed
+        // memory. (out of memory)" (c10/cuda/CUDACachingAllocator.cpp and
+        // CUDAMallocAsyncAllocator.cpp, `TORCH_CHECK_WITH(OutOfMemoryError, false, "Allocation on
+        // device ", device, " would exceed allowed memory. …")`). Releases that stream the device
+        // as its 8-bit `DeviceIndex` write device 0 as a NUL byte, which ends the C string: the
+        // message then reads "Allocation on device " and nothing more, as ComfyUI's error report
+        // and log show it ("!!! Exception during processing !!! Allocation on device "). So the
+        // words must end the line or go on with the limit (`allocation_limit_tail` in `mod.rs`):
+        // "Allocation on device 0 launch on device 1" is another program's log.
+        name: "torch_allocation_limit",
+        literals: &["Allocation on device"],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: OOM_HINT,
+        priority: MID,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
         // `cudaErrorCudartUnloading` ("driver shutting down", code 4; 29 in CUDA 8 and older) and
         // the driver API's `CUDA_ERROR_DEINITIALIZED`: a CUDA call made while the process was
         // exiting, after the runtime had been unloaded (cudaGetErrorString, CUDA runtime API
@@ -1181,6 +1203,23 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // A checking macro's "<call> failed with error <cudaGetErrorString>": tiny-cuda-nn's and
+        // instant-ngp's `CUDA_CHECK_THROW` ("…/gpu_memory.h:601 cudaDeviceSynchronize() failed
+        // with error an illegal memory access was encountered", include/tiny-cuda-nn/common.h).
+        // The words are any call's ("Call to ibv_reg_mr failed with error Cannot allocate
+        // memory"), so the line counts only where `cuda_catalog` names the error after them, also
+        // when a title cut the message short (detect's `REFINED_ONLY`).
+        name: "cuda_call_failed_with_error",
+        literals: &[") failed with error "],
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: GENERIC_CUDA_HINT,
+        priority: GENERIC,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
         // Wrappers that put the runtime's error after their own words, counted only where
         // `cuda_catalog` names the error (detect's `REFINED_ONLY`): the words alone also head a
         // FAQ's section. Triton's launcher and driver checks: "Triton Error [CUDA]: an illegal
@@ -1201,6 +1240,25 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: GENERIC_CUDA_HINT,
         priority: GENERIC,
         requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // The description of a timed-out collective, kept where a title or a wrap cut the
+        // watchdog's sentence before "before timing out": "WorkNCCL(SeqNum=5125,
+        // OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1807734
+        // millisecond" (ProcessGroupNCCL.cpp, `WorkNCCL::checkTimeout`; the work's `Timeout(ms)=`
+        // field is printed only inside a work's description), and the blocking wait's "Work
+        // WorkNCCL(…, Timeout(ms)=600000) timed out in blocking wait" (`WorkNCCL::synchronize`).
+        name: "nccl_work_timed_out",
+        literals: &["Timeout(ms)="],
+        kind: Kind::NcclError,
+        category: "nccl_watchdog_timeout",
+        blame: Blame::Unknown,
+        hint:
+            "A collective did not finish within the NCCL timeout: one rank is stuck, dead or out \
+               of step. Check the lagging rank's log and node first (its own error comes earlier).",
+        priority: HIGH,
+        requires_any: &[") ran for ", "timed out in blocking wait"],
         refines: &[],
     },
     HeadlineRule {

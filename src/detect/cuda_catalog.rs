@@ -264,6 +264,18 @@ fn cut_message(line: &str) -> Option<&'static CudaError> {
                 .to_ascii_lowercase()
         })
         .collect();
+    // A title cut inside a word ("device-side assert trigg"): the text's last word may be the
+    // start of the message's word there (two letters at least), where the text ends.
+    let ended = text.split_whitespace().nth(words.len()).is_none();
+    let last = words.len().wrapping_sub(1);
+    let agrees = |i: usize, m: &str, w: &str| {
+        m.eq_ignore_ascii_case(w)
+            || (ended
+                && i == last
+                && w.len() >= 2
+                && m.len() > w.len()
+                && m.get(..w.len()).is_some_and(|p| p.eq_ignore_ascii_case(w)))
+    };
     let mut best: Vec<&'static CudaError> = Vec::new();
     let mut most = 0;
     for e in errors() {
@@ -271,7 +283,8 @@ fn cut_message(line: &str) -> Option<&'static CudaError> {
             .message
             .split_whitespace()
             .zip(&words)
-            .take_while(|(m, w)| m.eq_ignore_ascii_case(w))
+            .enumerate()
+            .take_while(|&(i, (m, w))| agrees(i, m, w))
             .count();
         if agree == 0 || agree < most {
             continue;
@@ -460,8 +473,14 @@ struct NumberedError {
 /// - TensorRT's "CUDA initialization failure with error: 35. Please check your CUDA installation"
 ///   (also "with error 35", from its `createInferBuilder`/`createInferRuntime` check of the
 ///   runtime; 35 is `cudaErrorInsufficientDriver`, 2 `cudaErrorMemoryAllocation`, 46
-///   `cudaErrorDevicesUnavailable`).
-const NUMBERED_ERRORS: [NumberedError; 4] = [
+///   `cudaErrorDevicesUnavailable`);
+/// - checking macros that print the `cudaError_t` value and the location but not the message:
+///   "CUDA error 700 at ggml-cuda.cu:1234" (llama.cpp's older `CUDA_CHECK`, "CUDA error %d at
+///   %s:%d: %s" with the message cut off or on the next line), and OpenMM's CUDA platform, which
+///   reports a driver API call's `CUresult`: "Error uploading array stepSize: CUDA error (700)"
+///   (platforms/cuda/src/CudaArray.cpp prints `getErrorString(result) << " (" << result << ")"`,
+///   and `CudaContext::getErrorString` says only "CUDA error" for a value its table lacks).
+const NUMBERED_ERRORS: [NumberedError; 6] = [
     NumberedError {
         head: "CudaAPIError: [",
         end: Some(']'),
@@ -486,6 +505,18 @@ const NUMBERED_ERRORS: [NumberedError; 4] = [
         radix: 10,
         driver: false,
     },
+    NumberedError {
+        head: "CUDA error ",
+        end: None,
+        radix: 10,
+        driver: false,
+    },
+    NumberedError {
+        head: "CUDA error (",
+        end: Some(')'),
+        radix: 10,
+        driver: true,
+    },
 ];
 
 /// The catalog row of the first error number a wrapper in [`NUMBERED_ERRORS`] prints on `line`.
@@ -496,7 +527,15 @@ fn numbered_error(line: &str) -> Option<&'static CudaError> {
             Some(end) => rest.get(..rest.find(end)?)?.trim(),
             None => {
                 let rest = rest.trim_start_matches([':', ' ']);
-                &rest[..rest.bytes().take_while(u8::is_ascii_digit).count()]
+                let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+                // The number ends where a word would (not "11.8", "2nd", "700x").
+                if rest[n..].chars().next().is_some_and(|c| {
+                    c.is_alphanumeric()
+                        || c == '.' && rest[n + 1..].starts_with(|d: char| d.is_ascii_digit())
+                }) {
+                    return None;
+                }
+                &rest[..n]
             }
         };
         let code = u32::from_str_radix(digits, w.radix).ok()?;

@@ -1401,6 +1401,13 @@ mod tests {
             // A timed-out collective's description without the watchdog's sentence.
             ("WorkNCCL(SeqNum=5125, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1807734 millisecond", Kind::NcclError, "nccl_watchdog_timeout"),
             ("[Rank 0] Work WorkNCCL(SeqNum=12, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=600000) timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=1).", Kind::NcclError, "nccl_watchdog_timeout"),
+            // A title cut inside the message's last word.
+            ("RuntimeError: CUDA error: device-side assert trigg", Kind::DeviceAssert, "unknown"),
+            ("RuntimeError: CUDA error: misaligned addr", Kind::CudaError, "misaligned_address"),
+            ("[Rank 0] Watchdog caught collective operation timeo", Kind::NcclError, "nccl_watchdog_timeout"),
+            // The runtime's number without its message (llama.cpp's older check, OpenMM).
+            ("Error: CUDA error 700 at ggml-cuda.cu:1234", Kind::CudaError, "illegal_memory_access"),
+            ("Exception: Error uploading array stepSize: CUDA error (700)", Kind::CudaError, "illegal_memory_access"),
             // Two records on one line: the first record's error.
             ("2020-01-05 15:14:13.983257: E tensorflow/stream_executor/cuda/cuda_dnn.cc:403] could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR2020-01-05 15:14:13.983313: E tensorflow/stream_executor/cuda/cuda_dnn.cc:370] could not destroy cudnn handle: CUDNN_STATUS_BAD_PARAM", Kind::CudaError, "cudnn_internal_error"),
         ] {
@@ -1416,8 +1423,21 @@ mod tests {
             "open(path) failed with error Permission denied",
             // A work's description in a start-up or debug line.
             "[Rank 0] Enqueued WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=600000)",
+            // A consequence an explanation foretells.
+            "Not running the NVLSM on Blackwell fabrics will result in FabricManager failing to start with error `NV_WARN_NOTHING_TO_DO`. NVSwitches will remain uninitialized and applications will fail with the `CUDA_ERROR_SYSTEM_NOT_READY` or `cudaErrorSystemNotReady` error.",
         ] {
             assert_eq!(headline(&d, line), None, "{line}");
+        }
+        // A number that is no error code, and a cut word that starts messages of two families.
+        for (line, cat) in [
+            ("CUDA error 11.8 build", "unknown"),
+            ("CUDA error: an illeg", "unknown"),
+        ] {
+            assert_eq!(
+                headline(&d, line).map(|(_, c)| c),
+                Some(cat.to_owned()),
+                "{line}"
+            );
         }
     }
 

@@ -1264,7 +1264,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     HeadlineRule {
         name: "nccl_watchdog_timeout",
         literals: &[
-            "Watchdog caught collective operation timeout",
+            // "Watchdog caught collective operation timeout: WorkNCCL(…)", also where a title cut
+            // the last word.
+            "Watchdog caught collective operation",
             // ProcessGroupNCCL's line after a timed-out collective: "Some NCCL operations have
             // failed or timed out. Due to the asynchronous nature of CUDA kernels, …".
             "Some NCCL operations have failed or timed out",

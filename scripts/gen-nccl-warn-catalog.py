@@ -154,12 +154,22 @@ def outcome(text, end):
     return result if result in FAMILIES else None
 
 
+# The system-call checks of checks.h (core.h before 2.23): `SYSCHECKVAL` prints "Call to <name>
+# failed : <strerror>" and returns ncclSystemError, `SYSCHECKNTIMES` "Call to <name> timeout :
+# <strerror>" once its retries are spent. A failed socket, bind, shared-memory or file call ends
+# the operation whatever the call.
+SYSTEM_CALL_CHECKS = {"Call to {} failed : {}", "Call to {} failed: {}", "Call to {} timeout : {}"}
+
+
 def recovered(pattern, function, path):
     """Does NCCL go on after this WARN although its block returns a failure? The message says
-    so (a fallback), the format is a checking macro's (the call decides: start-up probes of
-    optional libraries fail harmlessly), or it is a network transport's initialisation, whose
-    failure only disables that transport."""
-    if FALLBACK.search(pattern) or pattern.startswith("Call to {}"):
+    so (a fallback), the format is a library wrapper's checking macro (`Call to {} failed`, the
+    InfiniBand verbs wrappers: the call decides, and start-up probes of optional libraries fail
+    harmlessly; the system-call checks in `SYSTEM_CALL_CHECKS` always fail), or it is a network
+    transport's initialisation, whose failure only disables that transport."""
+    if FALLBACK.search(pattern):
+        return True
+    if pattern.startswith("Call to {}") and pattern not in SYSTEM_CALL_CHECKS:
         return True
     return bool(
         function

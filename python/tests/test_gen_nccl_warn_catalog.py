@@ -80,11 +80,30 @@ def test_sites_keep_failing_warns_with_their_family():
     assert got["Rank {} supports only float"] == "nccl_invalid_argument"
 
 
+def test_a_failed_system_call_is_a_system_error_and_a_wrapper_call_is_not():
+    text = """
+#define SYSCHECKVAL(call, name, retval) do { \\
+  if (retval == -1) { \\
+    WARN("Call to " name " failed : %s", strerror(errno)); \\
+    return ncclSystemError; \\
+  } \\
+} while (false)
+ncclResult_t wrap_ibv_open_device(struct ibv_device* device) {
+  if (ret == NULL) {
+    WARN("Call to " name " failed");
+    return ncclSystemError;
+  }
+}
+"""
+    got = dict(load().sites(text, "src/include/checks.h"))
+    assert got["Call to {} failed : {}"] == "nccl_unhandled_system_error"
+    assert got["Call to {} failed"] == "none"
+
+
 def test_where_nccl_goes_on_the_site_is_none():
     got = dict(load().sites(SOURCE, "src/graph/rings.cc"))
-    # No failing result, a fallback in words, a checking macro's generic text.
+    # No failing result, a fallback in words.
     assert got["NET/Plugin : No plugin found ({}), using internal implementation"] == "none"
-    assert got["Call to {} failed : {}"] == "none"
     # A result outside the WARN's block, or past a `break`, is not its result.
     assert got["Cannot allocate the host buffer of size {}"] == "none"
     assert got["Unknown request kind, ignoring {}"] == "none"

@@ -192,6 +192,20 @@ mod tests {
     #[test]
     fn warn_lines_take_their_site_family() {
         let cases = [
+            // The system-call checks (`SYSCHECKVAL`), which return ncclSystemError whatever the
+            // call; the verbs wrappers' "Call to … failed" stays a probe's.
+            (
+                "5135fc87695d:126319:126336 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
+                Some("nccl_unhandled_system_error"),
+            ),
+            (
+                "gpu2:1653:1695 [0] include/socket.h:347 NCCL WARN Call to bind failed : Address already in use",
+                Some("nccl_unhandled_system_error"),
+            ),
+            (
+                "node1:10:20 [0] misc/ibvwrap.cc:120 NCCL WARN Call to ibv_open_device failed",
+                None,
+            ),
             // NCCL 2.12's rings check (graph/rings.cc), as published in NVIDIA/nccl issues.
             (
                 "pytorch card-16-final-4509-master-0:22789:28201 [0] graph/rings.cc:38 NCCL WARN Error : ring 0 does not loop back to start (14 != 0)",

@@ -47,7 +47,7 @@ fn explanation() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"(?i)\b(?:typically|typical|usually|generally|common|commonly|normally|mostly|signif(?:y|ies)|indicates?|means|is caused by|are caused by|refers to|such (?:an )?error|(?:may|might|can|could|will) (?:encounter|hit|see|run into|face)|you(?:'ve| have| may| might| will| can| could)? (?:hit|encounter\w*|run into|face)|this (?:pr |patch |change |commit )?(?:should |will |would )?(?:fix|fixes|resolve|resolves|address|addresses|avoid|avoids))\b",
+        r"(?i)\b(?:typically|typical|usually|generally|common|commonly|normally|mostly|signif(?:y|ies)|indicates?|means|is caused by|are caused by|refers to|such (?:an )?error|(?:may|might|can|could|will) (?:encounter|hit|see|run into|face)|(?:may|might|can|could|will|would) (?:\w+ )?(?:fail|crash|abort)\w* with|catch(?:es|ing)? (?:a |an |the )?\w*(?:Error|Exception)\b|try[- ]except|you(?:'ve| have| may| might| will| can| could)? (?:hit|encounter\w*|run into|face)|this (?:pr |patch |change |commit )?(?:should |will |would )?(?:fix|fixes|resolve|resolves|address|addresses|avoid|avoids))\b",
     )
 }
 
@@ -75,9 +75,35 @@ pub(super) fn report_cue() -> &'static Regex {
     )
 }
 
-/// Does `text` say that someone met an error ([`report_cue`])?
+/// Does `text` say that someone met an error ([`report_cue`])? A consequence foretold ("…
+/// applications will fail with the `CUDA_ERROR_SYSTEM_NOT_READY` error", "jobs may crash with
+/// …") is an explanation, not a report.
 pub fn has_report_cue(text: &str) -> bool {
-    report_cue().is_match(text)
+    report_cue()
+        .find_iter(text)
+        .any(|m| !foretold(&text[..m.start()]))
+}
+
+/// Does the clause that `before` ends put a modal verb shortly before the verb that follows, or
+/// "to" right before it, so that the verb is a prediction or an infinitive ("will fail with",
+/// "will result in the manager failing to start with", "is likely to crash with")?
+fn foretold(before: &str) -> bool {
+    const MODALS: [&str; 9] = [
+        "will", "would", "may", "might", "can", "could", "should", "won't", "can't",
+    ];
+    let clause = before
+        .rsplit(['.', ';', ':', ',', '!', '?'])
+        .next()
+        .unwrap_or("");
+    let mut words = clause
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .rev();
+    let last = words.next().unwrap_or("");
+    last.eq_ignore_ascii_case("to")
+        || std::iter::once(last)
+            .chain(words.take(3))
+            .any(|w| MODALS.iter().any(|m| w.eq_ignore_ascii_case(m)))
 }
 
 /// Content ranges of the quotations of `line`: inline code spans, then double-quoted strings
@@ -232,14 +258,14 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
         return !person
             && (article || !plea)
             && (strongly_quoted || explains_in_other_words(&outside))
-            && !report_cue().is_match(&outside);
+            && !has_report_cue(&outside);
     }
     if !strongly_quoted && !explains_in_other_words(&outside) {
         return false;
     }
     (explained || article || line.get(..before).map_or(0, words) >= WORDS_BEFORE)
         && words(&outside) >= SENTENCE_WORDS
-        && !report_cue().is_match(&outside)
+        && !has_report_cue(&outside)
 }
 
 /// Does `text` (what comes before an error on a line) carry a log record's marks: a glog header

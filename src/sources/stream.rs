@@ -273,12 +273,24 @@ fn best_join(
             && !crate::detect::says_it_retries(text)
             && (!ends_a_sentence(text) || det.literal_spans(&join_pieces(line, n), line.len()))
     });
+    // Likewise a line before that ended its sentence does not go on in this one when this one
+    // starts another (an article's paragraph before the one that quotes the error would lend
+    // it a report's words), unless a literal runs across the break. A line that starts in lower
+    // case goes on with whatever the dot ended (`[node01.cluster.` / `local]:29500`).
     let mut prevs: Vec<&[u8]> = Vec::new();
+    let mut after: &[u8] = line;
     for p in [around.prev, around.prev2].into_iter().flatten() {
         if p.len() < WRAP_MIN || p.len() > PIECE_MAX {
             break;
         }
+        if ends_a_sentence(&String::from_utf8_lossy(p))
+            && !after.first().is_some_and(u8::is_ascii_lowercase)
+            && !det.literal_spans(&join_pieces(p, after), p.len())
+        {
+            break;
+        }
         prevs.push(p);
+        after = p;
     }
     if next.is_none() && prevs.is_empty() {
         return None;
@@ -936,7 +948,7 @@ mod tests {
     }
 
     /// The (kind, category) of the first incident `text` yields through scanner and engine.
-    fn first(text: &str) -> Option<(Kind, String)> {
+    pub(super) fn first(text: &str) -> Option<(Kind, String)> {
         let mut sc = StreamScanner::new(Format::Plain, 1 << 16, 1);
         let mut findings = Vec::new();
         let chunk = Chunk {
@@ -1221,6 +1233,15 @@ mod first_line {
     /// Rows of an error table are ruled out one by one; gluing a long row to the next must not
     /// read the next row's error name as a report (`every_wrap_width_keeps_kind_and_family` keeps
     /// literals that a wrap did cut).
+    #[test]
+    fn a_finished_sentence_before_is_not_a_wrapped_piece() {
+        // An article's paragraph, then advice that quotes the error in single quotes: the first
+        // paragraph's "shows" must not make the second a report.
+        let text = "torch.cuda.empty_cache() clears the memory pool but does NOT defragment already-allocated tensors. The fixed code shows autocast() but omits the scaler.\n\
+                    For dynamic batch size reduction: wrap the training step in try-except, catch RuntimeError with 'CUDA out of memory' in the message, then halve batch_size and retry (torch.cuda.empty_cache(), optimizer.zero_grad(), retry the forward pass). Peak usage often matters more for OOM prevention\n";
+        assert_eq!(super::tests::first(text), None);
+    }
+
     #[test]
     fn a_ruled_out_line_is_not_read_again_joined() {
         let table = "| cudaErrorMissingConfiguration | 1 | The device function being invoked (usually via cudaLaunch()) was not previously configured via the cudaConfigureCall() function. |\n| cudaErrorMemoryAllocation | 2 |\tThe API call failed because it was unable to allocate enough memory to perform the requested operation. |\n";

@@ -43,8 +43,14 @@ struct Patterns {
     /// another column after it; also behind a collector's or launcher's prefix (a container
     /// runtime's timestamp, `svc-1  | `, `[default0]:`).
     yolo_row: Regex,
+    /// A row of the key/value table that OpenAI baselines' logger prints at each dump
+    /// (`logger.dumpkvs()`, baselines/logger.py `HumanOutputFormat`; also improved- and
+    /// guided-diffusion, and stable-baselines3's nested `|    loss | nan |`): `| loss | nan |`
+    /// between dashed rules.
+    table_row: Regex,
     /// A log level that tags what follows it as a program's message: `WARNING:`, `[ERROR]`
-    /// anywhere (upper case), `Warning:` at the start of the line or of a quotation.
+    /// anywhere (upper case), `Warning:` at the start of the line or of a quotation (a code span
+    /// too: "`WARNING: The grad norm is nan. Skipping updating the model.`", ESPnet's trainer).
     level_tag: Regex,
     /// The value before its key, after a verb of meeting it, as messages word it: "received a
     /// nan loss", "encountered NaN grad norm".
@@ -135,8 +141,10 @@ fn patterns() -> &'static Patterns {
             r"(?:^|\s|[:|>])\s*\d{{1,5}}/\d{{1,5}}\s+[0-9.]{{1,8}}G(?:\s+[0-9][0-9.eE+-]{{0,24}}){{0,3}}\s+(?-i:{TOKEN})\s*(?:[-+]?[0-9]|nan\b|inf\b|NaN\b)"
         ))
         .expect("static regex"),
+        table_row: Regex::new(&format!(r"(?i)^\s*\|\s*{KEY}\s*\|\s*(?-i:{TOKEN})\s*\|?\s*$"))
+            .expect("static regex"),
         level_tag: Regex::new(
-            r#"(?:^|[\s"'\x{201c}(\[|:])(?:WARNING|WARN|ERROR|FATAL|CRITICAL)(?:\]:?|:)\s|(?:^\s*|["'\x{201c}])(?:Warning|Error):\s"#,
+            r#"(?:^|[\s"'`\x{201c}(\[|:])(?:WARNING|WARN|ERROR|FATAL|CRITICAL)(?:\]:?|:)\s|(?:^\s*|["'`\x{201c}])(?:Warning|Error):\s"#,
         )
         .expect("static regex"),
         adjectival: Regex::new(
@@ -454,6 +462,9 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     if let Some(c) = p.yolo_row.captures(line) {
         return Some(loss_headline(c.name("tok")?.as_str(), false));
     }
+    if let Some(c) = p.table_row.captures(line) {
+        return value_headline(&c, false);
+    }
     if let Some(c) = p.caffe_debug.captures(line) {
         return Some(match c.name("pass").map(|m| m.as_str()) {
             Some("Backward") => headline("nan_in_backward", CAFFE_BACKWARD_HINT),
@@ -643,6 +654,26 @@ mod tests {
             Some(Evidence::Headline { category, .. }) => Some(category.into_owned()),
             _ => None,
         }
+    }
+
+    #[test]
+    fn logger_tables_and_messages_in_code_spans() {
+        // OpenAI baselines' key/value table (improved-diffusion, stable-baselines3).
+        assert_eq!(
+            cat("| loss          | nan       |").as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(
+            cat("|    grad_norm       | inf      |").as_deref(),
+            Some("nan_grad_norm")
+        );
+        assert_eq!(cat("| loss          | 0.0123    |"), None);
+        assert_eq!(cat("| loss | nan | the loss went nan |"), None);
+        // A trainer's message quoted in a code span keeps its level tag.
+        assert_eq!(
+            cat("`WARNING: The grad norm is nan. Skipping updating the model.`").as_deref(),
+            Some("nan_grad_norm")
+        );
     }
 
     #[test]

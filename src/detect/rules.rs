@@ -205,6 +205,9 @@ const IB_COMPLETION_HINT: &str = "An InfiniBand/RoCE work request completed with
     check the HCA, cables and switch port of both peers (ibstat, link error counters).";
 const NO_KERNEL_IMAGE_HINT: &str = "The binary has no kernel for this GPU's architecture: \
     install a PyTorch/extension build that includes this compute capability (TORCH_CUDA_ARCH_LIST).";
+const WATCHDOG_HINT: &str = "A collective did not finish within the NCCL timeout: one rank is \
+     stuck, dead or out of step. Check the lagging rank's log and node first (its own error comes \
+     earlier).";
 const HIGH: u8 = 30;
 const MID: u8 = 20;
 const GENERIC: u8 = 10;
@@ -1254,9 +1257,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         kind: Kind::NcclError,
         category: "nccl_watchdog_timeout",
         blame: Blame::Unknown,
-        hint:
-            "A collective did not finish within the NCCL timeout: one rank is stuck, dead or out \
-               of step. Check the lagging rank's log and node first (its own error comes earlier).",
+        hint: WATCHDOG_HINT,
         priority: HIGH,
         requires_any: &[") ran for ", "timed out in blocking wait"],
         refines: &[],
@@ -1292,9 +1293,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         kind: Kind::NcclError,
         category: "nccl_watchdog_timeout",
         blame: Blame::Unknown,
-        hint:
-            "A collective did not finish within the NCCL timeout: one rank is stuck, dead or out \
-               of step. Check the lagging rank's log and node first (its own error comes earlier).",
+        hint: WATCHDOG_HINT,
         priority: HIGH,
         requires_any: &[],
         refines: &[],

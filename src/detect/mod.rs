@@ -1408,6 +1408,10 @@ mod tests {
             // The runtime's number without its message (llama.cpp's older check, OpenMM).
             ("Error: CUDA error 700 at ggml-cuda.cu:1234", Kind::CudaError, "illegal_memory_access"),
             ("Exception: Error uploading array stepSize: CUDA error (700)", Kind::CudaError, "illegal_memory_access"),
+            // thrust's exception and the SDK era's checking macros.
+            ("thrust::system::system_error: after cub_::DeviceRadixSort::SortPairs(1): invalid device function", Kind::CudaError, "no_kernel_image"),
+            ("terminate called after throwing an instance of 'thrust::system::system_error'", Kind::CudaError, "unknown"),
+            ("Cuda error: invalid argument in file 'foo.cu' in line 33", Kind::CudaError, "invalid_value"),
             // Two records on one line: the first record's error.
             ("2020-01-05 15:14:13.983257: E tensorflow/stream_executor/cuda/cuda_dnn.cc:403] could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR2020-01-05 15:14:13.983313: E tensorflow/stream_executor/cuda/cuda_dnn.cc:370] could not destroy cudnn handle: CUDNN_STATUS_BAD_PARAM", Kind::CudaError, "cudnn_internal_error"),
         ] {
@@ -1423,6 +1427,8 @@ mod tests {
             "open(path) failed with error Permission denied",
             // A work's description in a start-up or debug line.
             "[Rank 0] Enqueued WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=600000)",
+            // Code that catches thrust's exception.
+            "  } catch (const thrust::system::system_error& e) { std::cerr << e.what(); }",
             // A consequence an explanation foretells.
             "Not running the NVLSM on Blackwell fabrics will result in FabricManager failing to start with error `NV_WARN_NOTHING_TO_DO`. NVSwitches will remain uninitialized and applications will fail with the `CUDA_ERROR_SYSTEM_NOT_READY` or `cudaErrorSystemNotReady` error.",
         ] {

@@ -1196,6 +1196,16 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // asserts have rows of their own.
             "hipError",
             "HIP error: ",
+            // Checking macros of the CUDA SDK's era and their copies: "Cuda error: invalid
+            // argument in file 'foo.cu' in line 33" (cutil's `CUDA_SAFE_CALL`), "Cuda error in
+            // file …"; the message after it names the family.
+            "Cuda error: ",
+            "Cuda error in ",
+            // thrust's exception for a failed CUDA call (thrust/system/system_error.h, with
+            // `cuda_category()`): "terminate called after throwing an instance of
+            // 'thrust::system::system_error'" with "what():  parallel_for failed: invalid device
+            // function" after it, or on one line where a log flattened them.
+            "thrust::system::system_error",
         ],
         kind: Kind::CudaError,
         category: "unknown",

@@ -429,16 +429,15 @@ impl DetectorSet {
         // record's timestamp to the end of the one before: "…: CUDNN_STATUS_INTERNAL_ERROR2020-
         // 01-05 15:14:13.983313: E …: could not destroy cudnn handle: CUDNN_STATUS_BAD_PARAM")
         // reports its first record's error, where that record names one.
-        if let Some(at) = later_record(line) {
-            if headline_hits.iter().any(|h| h.start < at) {
-                let mut i = 0;
-                while i < headlines.len() {
-                    if headline_hits[i].start < at {
-                        i += 1;
-                    } else {
-                        headlines.remove(i);
-                        headline_hits.remove(i);
-                    }
+        let first_hit = headline_hits.iter().map(|h| h.start).min();
+        if let Some(at) = first_hit.and_then(|f| later_record(line, f)) {
+            let mut i = 0;
+            while i < headlines.len() {
+                if headline_hits[i].start < at {
+                    i += 1;
+                } else {
+                    headlines.remove(i);
+                    headline_hits.remove(i);
                 }
             }
         }
@@ -632,18 +631,20 @@ const REFINED_ONLY: [&str; 3] = [
     "cuda_call_failed_with_error",
 ];
 
-/// Where a second log record starts on `line`: its second date-and-time stamp
-/// (`2020-01-05 15:14:13`, ISO 8601's `T` too). The first may be the line's own or a
-/// collector's; a record's message seldom quotes two.
-fn later_record(line: &str) -> Option<usize> {
+/// Where a later log record starts on `line`: the first date-and-time stamp (`2020-01-05
+/// 15:14:13`, ISO 8601's `T` too) after the line's first error at `from`, when a stamp also
+/// comes before it (the line's own, or a collector's in front of it). A record's message seldom
+/// quotes a date after its error.
+fn later_record(line: &str, from: usize) -> Option<usize> {
     static STAMP: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     if line.len() < 38 || !line.contains(':') {
         return None;
     }
-    prose::cached(&STAMP, r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}")
+    let mut stamps = prose::cached(&STAMP, r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}")
         .find_iter(line)
-        .nth(1)
-        .map(|m| m.start())
+        .map(|m| m.start());
+    stamps.next().filter(|&s| s < from)?;
+    stamps.find(|&s| s > from)
 }
 
 /// Whether PyTorch's "Allocation on device" on `line` is its allocator's limit message: the
@@ -1414,6 +1415,7 @@ mod tests {
             ("Cuda error: invalid argument in file 'foo.cu' in line 33", Kind::CudaError, "invalid_value"),
             // Two records on one line: the first record's error.
             ("2020-01-05 15:14:13.983257: E tensorflow/stream_executor/cuda/cuda_dnn.cc:403] could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR2020-01-05 15:14:13.983313: E tensorflow/stream_executor/cuda/cuda_dnn.cc:370] could not destroy cudnn handle: CUDNN_STATUS_BAD_PARAM", Kind::CudaError, "cudnn_internal_error"),
+            ("2024-05-01T10:00:00.123456789Z stderr F 2020-01-05 15:14:13.983257: E tensorflow/stream_executor/cuda/cuda_dnn.cc:403] could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR2020-01-05 15:14:13.983313: E tensorflow/stream_executor/cuda/cuda_dnn.cc:370] could not destroy cudnn handle: CUDNN_STATUS_BAD_PARAM", Kind::CudaError, "cudnn_internal_error"),
         ] {
             assert!(d.gate_matches(line.as_bytes()), "{line}");
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");

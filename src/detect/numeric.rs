@@ -46,7 +46,7 @@ struct Patterns {
     /// A row of the key/value table that OpenAI baselines' logger prints at each dump
     /// (`logger.dumpkvs()`, baselines/logger.py `HumanOutputFormat`; also improved- and
     /// guided-diffusion, and stable-baselines3's nested `|    loss | nan |`): `| loss | nan |`
-    /// between dashed rules.
+    /// between dashed rules, also behind a launcher's or collector's prefix.
     table_row: Regex,
     /// A log level that tags what follows it as a program's message: `WARNING:`, `[ERROR]`
     /// anywhere (upper case), `Warning:` at the start of the line or of a quotation (a code span
@@ -141,7 +141,7 @@ fn patterns() -> &'static Patterns {
             r"(?:^|\s|[:|>])\s*\d{{1,5}}/\d{{1,5}}\s+[0-9.]{{1,8}}G(?:\s+[0-9][0-9.eE+-]{{0,24}}){{0,3}}\s+(?-i:{TOKEN})\s*(?:[-+]?[0-9]|nan\b|inf\b|NaN\b)"
         ))
         .expect("static regex"),
-        table_row: Regex::new(&format!(r"(?i)^\s*\|\s*{KEY}\s*\|\s*(?-i:{TOKEN})\s*\|?\s*$"))
+        table_row: Regex::new(&format!(r"(?i)(?:^|[\s:\]])\|\s*{KEY}\s*\|\s*(?-i:{TOKEN})\s*\|?\s*$"))
             .expect("static regex"),
         level_tag: Regex::new(
             r#"(?:^|[\s"'`\x{201c}(\[|:])(?:WARNING|WARN|ERROR|FATAL|CRITICAL)(?:\]:?|:)\s|(?:^\s*|["'`\x{201c}])(?:Warning|Error):\s"#,
@@ -666,6 +666,10 @@ mod tests {
         assert_eq!(
             cat("|    grad_norm       | inf      |").as_deref(),
             Some("nan_grad_norm")
+        );
+        assert_eq!(
+            cat("[default0]:| loss          | nan       |").as_deref(),
+            Some("non_finite_loss")
         );
         assert_eq!(cat("| loss          | 0.0123    |"), None);
         assert_eq!(cat("| loss | nan | the loss went nan |"), None);

@@ -431,15 +431,7 @@ impl DetectorSet {
         // reports its first record's error, where that record names one.
         let first_hit = headline_hits.iter().map(|h| h.start).min();
         if let Some(at) = first_hit.and_then(|f| later_record(line, f)) {
-            let mut i = 0;
-            while i < headlines.len() {
-                if headline_hits[i].start < at {
-                    i += 1;
-                } else {
-                    headlines.remove(i);
-                    headline_hits.remove(i);
-                }
-            }
+            keep_hits_before(&mut headlines, &mut headline_hits, at);
         }
         // NCCL logs at INFO what it retries or ignores (`CUDACHECKIGNORE`'s "Cuda failure 'peer
         // access is not supported …'", "Call to connect returned Connection refused,
@@ -448,8 +440,7 @@ impl DetectorSet {
         // The tag leads the message it tags: a message before it (a sentence that quotes one
         // "from NCCL INFO", or another line a wrap joined in front) is not the INFO line's.
         if let Some(at) = line.find("NCCL INFO") {
-            let mut hits = headline_hits.iter();
-            headlines.retain(|_| hits.next().is_none_or(|h| h.start < at));
+            keep_hits_before(&mut headlines, &mut headline_hits, at);
         }
         // A connection the runtime says it is retrying has not failed yet: c10d's "The server
         // socket on [host]:29501 is not yet listening (Error: 111 - Connection refused),
@@ -631,12 +622,21 @@ const REFINED_ONLY: [&str; 3] = [
     "cuda_call_failed_with_error",
 ];
 
+/// Keeps the headline rows whose hit (the range at the same index of `hits`) starts before `at`,
+/// and their hits.
+fn keep_hits_before(rows: &mut Vec<usize>, hits: &mut Vec<std::ops::Range<usize>>, at: usize) {
+    let mut before = hits.iter().map(|h| h.start < at);
+    rows.retain(|_| before.next().unwrap_or(true));
+    hits.retain(|h| h.start < at);
+}
+
 /// Where a later log record starts on `line`: the first date-and-time stamp (`2020-01-05
 /// 15:14:13`, ISO 8601's `T` too) after the line's first error at `from`, when a stamp also
 /// comes before it (the line's own, or a collector's in front of it). A record's message seldom
 /// quotes a date after its error.
 fn later_record(line: &str, from: usize) -> Option<usize> {
     static STAMP: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    // Two stamps take 38 bytes at least.
     if line.len() < 38 || !line.contains(':') {
         return None;
     }

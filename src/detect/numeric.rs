@@ -504,6 +504,7 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
         .as_ref()
         .and_then(|r| p.message_prose.find_at(line, r.start))
         .map(|m| m.end());
+    let metric_runs = std::cell::OnceCell::new();
     let sentence = |c: &regex::Captures| {
         c.get(0).is_some_and(|m| match &message {
             Some(r) if r.start <= m.start() && m.end() <= r.end => {
@@ -511,7 +512,10 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             }
             _ => {
                 !reported_code(m)
-                    && !in_metric_run(line, m)
+                    && !metric_runs
+                        .get_or_init(|| metric_runs_of(line))
+                        .iter()
+                        .any(|r| r.start <= m.start() && m.end() <= r.end + 1)
                     && (prose_end.is_some_and(|e| e <= m.start())
                         || p.prose_after.is_match(&line[m.end()..]))
             }
@@ -572,20 +576,22 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     value_headline(&hit, either)
 }
 
-/// Whether the value `m` is one of a run of `key=value` pairs, the way a trainer prints its
-/// metrics (k2/icefall's "ctc_loss=0.1, att_loss=nan, loss=nan", Keras-style `loss=nan acc=0.5`):
-/// quoted inside a sentence ("after 11,000 batches I got ctc_loss=0, att_loss=nan, loss=nan"),
-/// such a run is the log's output, not prose about a value. One pair alone stays a sentence's.
-fn in_metric_run(line: &str, m: regex::Match) -> bool {
+/// The runs of `key=value` pairs on `line`, the way a trainer prints its metrics (k2/icefall's
+/// "ctc_loss=0.1, att_loss=nan, loss=nan", Keras-style `loss=nan acc=0.5`): a value inside one,
+/// quoted inside a sentence ("after 11,000 batches I got ctc_loss=0, att_loss=nan, loss=nan"), is
+/// the log's output, not prose about a value. One pair alone stays a sentence's.
+fn metric_runs_of(line: &str) -> Vec<std::ops::Range<usize>> {
     static RUN: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    let run = super::prose::cached(
+    if !line.contains('=') {
+        return Vec::new();
+    }
+    super::prose::cached(
         &RUN,
         r"(?:\b[A-Za-z_][\w.]{0,30}=[^\s,;=]{1,30}(?:[,;]\s*|\s+)){1,}\b[A-Za-z_][\w.]{0,30}=[^\s,;=]{1,30}",
-    );
-    line.contains('=')
-        && run
-            .find_iter(line)
-            .any(|r| r.start() <= m.start() && m.end() <= r.end() + 1)
+    )
+    .find_iter(line)
+    .map(|r| r.range())
+    .collect()
 }
 
 /// The family of a key and its non-finite value (captures `key` and `tok`): a gradient norm's,

@@ -479,8 +479,10 @@ struct NumberedError {
 ///   %s:%d: %s" with the message cut off or on the next line), and OpenMM's CUDA platform, which
 ///   reports a driver API call's `CUresult`: "Error uploading array stepSize: CUDA error (700)"
 ///   (platforms/cuda/src/CudaArray.cpp prints `getErrorString(result) << " (" << result << ")"`,
-///   and `CudaContext::getErrorString` says only "CUDA error" for a value its table lacks).
-const NUMBERED_ERRORS: [NumberedError; 6] = [
+///   and `CudaContext::getErrorString` says only "CUDA error" for a value its table lacks);
+/// - ONNX Runtime's "CUDA failure 1: invalid argument ; GPU=1 ; …" (cuda_call.cc), where the
+///   number names the error when the message is cut.
+const NUMBERED_ERRORS: [NumberedError; 7] = [
     NumberedError {
         head: "CudaAPIError: [",
         end: Some(']'),
@@ -507,6 +509,12 @@ const NUMBERED_ERRORS: [NumberedError; 6] = [
     },
     NumberedError {
         head: "CUDA error ",
+        end: None,
+        radix: 10,
+        driver: false,
+    },
+    NumberedError {
+        head: "CUDA failure ",
         end: None,
         radix: 10,
         driver: false,
@@ -740,10 +748,6 @@ mod tests {
                 "`file not found` is too common a phrase to name an error",
             ),
             (&[402], "an introspection call's answer, not a failure"),
-            (
-                &[600],
-                "cudaErrorNotReady: a query's answer (work still running), not a failure",
-            ),
         ];
         let mut left = HashSet::new();
         for (codes, why) in LEFT_OUT {

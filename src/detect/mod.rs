@@ -450,6 +450,15 @@ impl DetectorSet {
         if says_it_retries(line) {
             headlines.retain(|&i| !CONNECT_FAMILIES.contains(&HEADLINE_RULES[i].category));
         }
+        // TensorFlow's BFC allocator warns of an allocation that its caller may do without
+        // (cuDNN's autotuner workspaces, allocations with `retry_on_failure` off) and says so:
+        // "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.02GiB with
+        // freed_by_count=0. The caller indicates that this is not a failure, but may mean that
+        // there could be performance gains if more memory were available."
+        // (core/common_runtime/bfc_allocator.cc). The run goes on.
+        if line.contains(NOT_A_FAILURE) {
+            headlines.retain(|&i| HEADLINE_RULES[i].kind != Kind::Oom);
+        }
         // A refining literal counts only where a headline literal brought the line here.
         if !headlines.is_empty() {
             headlines.extend(refined);
@@ -461,7 +470,18 @@ impl DetectorSet {
                 r.requires_any.is_empty() || r.requires_any.iter().any(|s| line.contains(s))
             })
             .filter(|r| r.name != "torch_allocation_limit" || allocation_limit_tail(line))
-            .max_by_key(|r| r.priority);
+            // Of specific rows that rank the same, the one whose words come first on the line: a
+            // title that quotes two errors names its own first. Generic rows keep the table's
+            // order, which puts a wrapper ("watchdog thread terminated with exception: CUDA
+            // error: …") before the error it wraps.
+            .max_by_key(|r| {
+                let at = if r.priority > rules::GENERIC {
+                    first_literal_at(line, r)
+                } else {
+                    0
+                };
+                (r.priority, std::cmp::Reverse(at))
+            });
         if let Some(r) = best {
             if r.kind == Kind::CudaError && r.category == "unknown" {
                 if let Some(e) = refine_generic(line, r) {
@@ -660,6 +680,19 @@ fn allocation_limit_tail(line: &str) -> bool {
                 .is_empty()
     })
 }
+
+/// Where the first of `rule`'s literals (or refining literals) starts on `line`.
+fn first_literal_at(line: &str, rule: &rules::HeadlineRule) -> usize {
+    rule.literals
+        .iter()
+        .chain(rule.refines)
+        .filter_map(|l| line.find(l))
+        .min()
+        .unwrap_or(usize::MAX)
+}
+
+/// The words of TensorFlow's allocator warning that disown the shortage it reports.
+const NOT_A_FAILURE: &str = "caller indicates that this is not a failure";
 
 /// The families of a connection attempt, which a retry notice does not report.
 const CONNECT_FAMILIES: [&str; 2] = ["nccl_connection_refused", "c10d_store_connect_failed"];
@@ -1387,6 +1420,53 @@ mod tests {
     /// Round seventeen: serving engines' and TensorRT's wordings, messages a title or Markdown cut
     /// or wrapped, Megatron-LM's result validation, the store a heartbeat monitor reads, and the
     /// shapes that name an error without reporting one.
+    #[test]
+    fn round_nineteen_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            // Wrappers that print the runtime's message after their own words.
+            ("pycuda._driver.LaunchError: cuLaunchKernel failed: too many resources requested for launch", Kind::CudaError, "launch_out_of_resources"),
+            ("pycuda._driver.MemoryError: cuMemAlloc failed: out of memory", Kind::Oom, "cuda_oom"),
+            ("[LightGBM] [Fatal] [CUDA] unknown error cuda_column_data.cpp 18", Kind::CudaError, "unknown_error"),
+            ("Einsum op: Transpose failed: CUDA failure 1: invalid argument ; GPU=1 ; hostname=3eee3adbcb74 ; expr=cudaMemcpyAsync(...);", Kind::CudaError, "invalid_value"),
+            ("CUDA failure 700 ; GPU=0 ; hostname=h ; expr=cudaStreamSynchronize(stream);", Kind::CudaError, "illegal_memory_access"),
+            // A query's "not ready" that a checking macro threw.
+            ("THCudaCheck FAIL file=horovod/torch/ready_event.cc line=94 error=600 : device not ready", Kind::CudaError, "device_not_ready"),
+            // NCCL 1.x's untagged WARN and glog's check of an ncclResult_t.
+            ("WARN src/reduce.cu:126 Cuda failure 'invalid resource handle'", Kind::NcclError, "nccl_unhandled_cuda_error"),
+            ("F0303 23:23:01.868011 30044 parallel.cpp:135] Check failed: result == ncclSuccess (2 vs. 0) system error", Kind::NcclError, "nccl_unhandled_system_error"),
+            ("Check failed: result == ncclSuccess (5 vs. 0) invalid usage", Kind::NcclError, "nccl_invalid_usage"),
+            // Another program's checking macro stays CUDA's.
+            ("src/kernels.cu:44 Cuda failure: misaligned address", Kind::CudaError, "misaligned_address"),
+            // RMM's pool and warp-ctc.
+            ("MemoryError: std::bad_alloc: RMM failure at:/opt/rmm/mr/device/pool_memory_resource.hpp:182: Maximum pool size exceeded", Kind::Oom, "cuda_oom"),
+            ("RuntimeError: Error: compute_ctc_loss in gpu_ctc, stat = execution failed", Kind::CudaError, "ctc_loss_failed"),
+            // Two errors a title quotes: its own comes first.
+            ("training error- \"what(): Error: compute_ctc_loss, stat = cuda memcpy or memset failed\" , \"CUDNN_STATUS_BAD_PARAM\"", Kind::CudaError, "ctc_loss_failed"),
+            // A class with a message, and a class as a report's field.
+            ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", Kind::Oom, "cuda_oom"),
+            ("- **Exception Type:** torch.OutOfMemoryError", Kind::Oom, "cuda_oom"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // TensorFlow's allocator saying the shortage is no failure.
+            "2020-09-24 21:35:23.363348: W tensorflow/core/common_runtime/bfc_allocator.cc:246] Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.02GiB with freed_by_count=0. The caller indicates that this is not a failure, but may mean that there could be performance gains if more memory were available.",
+            // Error names a reference explains, and exception classes documentation names.
+            "Errors are grouped into different categories. * ncclUnhandledCudaError and ncclSystemError indicate that a call to an external library failed. * ncclInvalidArgument and ncclInvalidUsage indicates there was a programming error in the application using NCCL.",
+            "CUDA_ERROR_OUT_OF_MEMORY and cudaErrorMemoryAllocation raise this class.",
+            "exception torch.cuda.OutOfMemoryError",
+            "cuda.core.CUDAOutOfMemoryError#",
+            "There is a class (`torch.cuda.OutOfMemoryError`) that gets thrown for OOM errors that we can catch.",
+            "We should just rethrow the existing `OutOfMemoryError` and leave it to the caller.",
+            // Another pool.
+            "Maximum pool size exceeded, destroying missile",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+    }
+
     #[test]
     fn round_eighteen_wordings_and_what_stays_quiet() {
         let d = DetectorSet::builtin();

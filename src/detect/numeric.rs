@@ -69,8 +69,12 @@ struct Patterns {
 /// Keys whose non-finite value is an event: any key that ends in or contains `loss` (loss,
 /// train_loss, lm loss, nll_loss, `'loss'`), and gradient norms (grad_norm, grad norm,
 /// gradient_norm, train_grad_norm, total_norm, and fairseq's `gnorm`, fairseq/trainer.py).
+/// Loggers that name a loss by its function print the name of torch.nn's loss class without
+/// "Loss" (torch/nn/modules/loss.py: CrossEntropyLoss, SmoothL1Loss, NLLLoss, BCELoss, KLDivLoss,
+/// MSELoss, HuberLoss; torchvision's sigmoid_focal_loss): GluonCV's detection scripts log
+/// `CrossEntropy=12.25, SmoothL1=nan` (`mx.metric.Loss('SmoothL1')`).
 /// Shared by the three value forms.
-const KEY: &str = r"(?P<key>\b[a-z_]*loss[a-z_0-9]*|\b[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|\btotal_norm|\bgnorm\b)";
+const KEY: &str = r"(?P<key>\b[a-z_]*loss[a-z_0-9]*|\b[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|\btotal_norm|\bgnorm\b|\b(?:[a-z]+_)?(?:cross_?entropy|smooth_?l1|nll|bce|kl_?div|mse|huber|focal)\b)";
 /// The non-finite token and what may follow a value (so `nan_count`, `info` or `inf.5` never
 /// count; a full stop only before a space or the end; Markdown's closing `**`; a Han character,
 /// since Chinese runs its words together: `grad_norm为Nan的情况`). In
@@ -225,6 +229,15 @@ const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
     // it) and the plain "Loss is not finite".
     ("oss in not finite", "non_finite_loss", LOSS_HINT),
     ("oss is not finite", "non_finite_loss", LOSS_HINT),
+    // PyTorch Lightning's `terminate_on_nan` check of the step's loss, raised only for a
+    // non-finite one: "The loss returned in `training_step` is nan or inf." (0.x,
+    // trainer/training_tricks.py) and, later, "… is tensor(nan, device='cuda:0')." with the
+    // value (`_check_finite`, the training loop's closure).
+    (
+        "The loss returned in `training_step` is",
+        "non_finite_loss",
+        LOSS_HINT,
+    ),
     // TensorFlow's clip_by_global_norm: "Found Inf or NaN global norm." (ops/clip_ops.py).
     ("Found Inf or NaN global norm", "nan_grad_norm", GRAD_HINT),
     // PyTorch Lightning's check after a step (`detect_anomaly` / terminate_on_nan): "Detected
@@ -646,9 +659,12 @@ fn loss_headline(tok: &str, either: bool) -> Evidence {
     }
 }
 
+/// Is the key a loss ([`KEY`]): it says so, or names a loss function rather than a norm?
 fn is_loss(c: &regex::Captures) -> bool {
-    c.name("key")
-        .is_some_and(|k| k.as_str().to_ascii_lowercase().contains("loss"))
+    c.name("key").is_some_and(|k| {
+        let k = k.as_str().to_ascii_lowercase();
+        k.contains("loss") || !k.contains("norm")
+    })
 }
 
 #[cfg(test)]
@@ -660,6 +676,26 @@ mod tests {
             Some(Evidence::Headline { category, .. }) => Some(category.into_owned()),
             _ => None,
         }
+    }
+
+    #[test]
+    fn round_nineteen_loss_functions_and_lightning() {
+        // A loss logged under its function's name (GluonCV's detection scripts).
+        assert_eq!(
+            cat("[Epoch 0][Batch 99], Speed: 31.855627 samples/sec, CrossEntropy=12.250115, SmoothL1=nan").as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(cat("val_mse: inf, epoch 3").as_deref(), Some("inf_loss"));
+        assert_eq!(cat("CrossEntropy=12.250115, SmoothL1=0.51"), None);
+        // Lightning's check of the step's loss, old and new wording.
+        assert_eq!(
+            cat("ValueError: The loss returned in `training_step` is nan or inf.").as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(
+            cat("ValueError: The loss returned in `training_step` is tensor(nan, device='cuda:0', grad_fn=<AddBackward0>).").as_deref(),
+            Some("non_finite_loss")
+        );
     }
 
     #[test]

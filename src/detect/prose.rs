@@ -71,7 +71,7 @@ pub(super) fn report_cue() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,2}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|gives|gave|outputs|reports|occurs|occurred)\b|\bhappened(?:$|[.,;:!)]|\s+(?:when|while|after|during|again|on|at|in|with|for|today|yesterday|randomly|sometimes|twice))|\bany\s+(?:ideas?|help|suggestions?|advice|hints?)\b|\bplease\s+help\b|\bhelp\s+me\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)|\b(?:in|on) my\b|\bmy (?:\w+ ){0,2}(?:job|run|training|model|code|script|program|process|setup|node|machine|server|gpu|cluster|case)s?\b",
+        r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,4}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|gives|gave|outputs|reports|occurs|occurred)\b|\bhappened(?:$|[.,;:!)]|\s+(?:when|while|after|during|again|on|at|in|with|for|today|yesterday|randomly|sometimes|twice))|\bany\s+(?:ideas?|help|suggestions?|advice|hints?)\b|\bplease\s+help\b|\bhelp\s+me\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)|\b(?:in|on) my\b|\bmy (?:\w+ ){0,2}(?:job|run|training|model|code|script|program|process|setup|node|machine|server|gpu|cluster|case)s?\b",
     )
 }
 
@@ -206,6 +206,12 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
         return false;
     }
     if announces_a_fix(line) {
+        return true;
+    }
+    if hits.iter().all(|h| bare_exception_class(line, h)) {
+        return true;
+    }
+    if subjects_explained(line, hits) {
         return true;
     }
     if explained_to_the_reader(line, hits) {
@@ -347,6 +353,108 @@ fn bare_type_name(line: &str, hit: &Range<usize>) -> bool {
         .collect();
     let name = format!("{}{tail}", line.get(hit.clone()).unwrap_or(""));
     name == "cudaError" || name == "cudaError_t" || name.ends_with('_')
+}
+
+/// Is `hit` the name of an exception class spoken of, not raised: no message after it (Python and
+/// C++ print the class, a colon and the message: "torch.OutOfMemoryError: CUDA out of memory …";
+/// `Name(` is code, judged elsewhere), no label in front that makes it a report's field
+/// ("**Exception Type:** torch.OutOfMemoryError" in ComfyUI's error report, "type ->
+/// NCudaLib::TOutOfMemoryError"), and either named as a class (documentation's "exception
+/// torch.cuda.OutOfMemoryError", a permalink's `#` after it, "a class (`…`)") or quoted in a code
+/// span inside a sentence that tells no one met it ("We should just rethrow the existing
+/// `OutOfMemoryError`."). Program output names a class after "of type" (torch.distributed's "due
+/// to an error of type RendezvousConnectionError") or "instance of" (C++'s terminate handler). A title
+/// that opens with the class says where the reporter met it ("cupy.cuda.memory.OutOfMemoryError in
+/// forward"), and a class alone on a line is what a traceback prints for an exception raised
+/// without a message.
+fn bare_exception_class(line: &str, hit: &Range<usize>) -> bool {
+    let Some(name) = line.get(hit.clone()) else {
+        return false;
+    };
+    if !(name.ends_with("Error") || name.ends_with("Exception"))
+        || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return false;
+    }
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    // The literal must end the name (`hipError` is the start of `hipErrorIllegalAddress`).
+    if line[hit.end..].starts_with(ident) {
+        return false;
+    }
+    let rest = line[hit.end..].trim_start_matches(['`', '*', '_', '\'', '"', ']', '\u{201d}']);
+    let next = rest.trim_start().chars().next();
+    if matches!(next, Some(':' | '(' | '\u{ff1a}')) {
+        return false;
+    }
+    // The qualified name's start, and what comes before it.
+    let start = line[..hit.start]
+        .trim_end_matches(|c: char| ident(c) || c == '.' || c == ':')
+        .len();
+    let before = line[..start].trim_end_matches(['`', '*', '_', '\'', '"', '(', '[', '\u{201c}']);
+    static LABEL: OnceLock<Regex> = OnceLock::new();
+    if cached(
+        &LABEL,
+        r"(?i)(?:(?:type|exception|error|class|kind)\W{0,4}(?::|->|=)\s*(?:\*\*|__)?|\bof type|\binstance of)\s*$",
+    )
+    .is_match(before)
+    {
+        return false;
+    }
+    static CLASS: OnceLock<Regex> = OnceLock::new();
+    let named_as_class = rest.starts_with(['#', '\u{b6}'])
+        || cached(&CLASS, r"(?i)(?:^|\s)(?:class|exception)\s*$").is_match(before);
+    if named_as_class {
+        return true;
+    }
+    let opens_line = before
+        .trim_start_matches(|c: char| c.is_whitespace() || "-*#>".contains(c))
+        .is_empty();
+    // What an API does with the class ("… that gets thrown for OOM errors", "an OOM that a caller
+    // re-raised") is said in the passive or of a caller, and tells of no run.
+    static PASSIVE: OnceLock<Regex> = OnceLock::new();
+    let told = cached(
+        &PASSIVE,
+        r"(?i)\b(?:is|are|was|were|gets?|got|be|been|being)\s+(?:thrown|raised)\b|\bre-raised\b",
+    )
+    .replace_all(line, " ");
+    let in_code = code_spans(line)
+        .iter()
+        .any(|s| s.start <= hit.start && hit.end <= s.end);
+    in_code && !opens_line && words(line) >= WORDS_BEFORE && !has_report_cue(&told)
+}
+
+/// Are all of `hits` the subject of a sentence that says what they mean, alone or in a list
+/// joined by "and", "or" or commas: a reference's "ncclUnhandledCudaError and ncclSystemError
+/// indicate that a call to an external library failed" (NCCL's troubleshooting guide),
+/// "CUDA_ERROR_OUT_OF_MEMORY and cudaErrorMemoryAllocation raise this class"?
+fn subjects_explained(line: &str, hits: &[Range<usize>]) -> bool {
+    static VERB: OnceLock<Regex> = OnceLock::new();
+    static JOIN: OnceLock<Regex> = OnceLock::new();
+    let verb = cached(
+        &VERB,
+        r"(?i)^[\w`'\x22*)\]]*\s+(?:(?:usually|typically|often|generally|normally|mostly|commonly|both|all)\s+)?(?:indicates?|means?|signals?|signif(?:y|ies)|denotes?|raise this|map to|maps to|(?:is|are) returned (?:when|if))\b",
+    );
+    let join = cached(
+        &JOIN,
+        r"(?i)^[\w`'\x22*)\]]*\s*(?:,|and|or|/|,\s*and|,\s*or)\s*[`'\x22*(\[]*$",
+    );
+    // Overlapping hits (`CUDA_ERROR_` and `CUDA_ERROR_OUT_OF_MEMORY`) are one name.
+    let mut sorted: Vec<Range<usize>> = hits.to_vec();
+    sorted.sort_by_key(|h| h.start);
+    let mut hs: Vec<Range<usize>> = Vec::with_capacity(sorted.len());
+    for h in sorted {
+        match hs.last_mut() {
+            Some(last) if h.start < last.end => last.end = last.end.max(h.end),
+            _ => hs.push(h),
+        }
+    }
+    hs.iter().enumerate().all(|(i, h)| {
+        let rest = line.get(h.end..).unwrap_or("");
+        hs.get(i + 1)
+            .and_then(|n| line.get(h.end..n.start))
+            .is_some_and(|between| join.is_match(between))
+            || verb.is_match(rest)
+    }) && !report_cue().is_match(line)
 }
 
 /// The line before a quoted error frames it as an example, not as output someone got: a sentence

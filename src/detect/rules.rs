@@ -210,7 +210,7 @@ const WATCHDOG_HINT: &str = "A collective did not finish within the NCCL timeout
      earlier).";
 const HIGH: u8 = 30;
 const MID: u8 = 20;
-const GENERIC: u8 = 10;
+pub(crate) const GENERIC: u8 = 10;
 
 pub const HEADLINE_RULES: &[HeadlineRule] = &[
     HeadlineRule {
@@ -1082,6 +1082,46 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // Baidu's warp-ctc, the GPU CTC loss of DeepSpeech-era speech toolkits (deepspeech.pytorch,
+        // ESPnet, wav2letter, PaddleSpeech and TensorFlow's contrib copy): its bindings throw the
+        // call's name and `ctcGetStatusString` ("Error: compute_ctc_loss in gpu_ctc, stat =
+        // execution failed", "Error: compute_ctc_loss, stat = cuda memcpy or memset failed";
+        // include/ctc.h, `throw_on_error`). The loss kernel or its copies failed on the GPU.
+        name: "warp_ctc_failed",
+        literals: &[
+            "Error: compute_ctc_loss",
+            "Error: get_workspace_size in gpu_ctc",
+        ],
+        kind: Kind::CudaError,
+        category: "ctc_loss_failed",
+        blame: Blame::Unknown,
+        hint: "warp-ctc's GPU loss failed: check that label lengths fit the input lengths and \
+               that the labels avoid the blank index, and replay the step with \
+               CUDA_LAUNCH_BLOCKING=1; an earlier asynchronous CUDA error can surface here too.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // RAPIDS Memory Manager's pool and arena resources when they may not grow (cuDF, cuML,
+        // cuGraph, XGBoost and Dask-CUDA allocate through it): "std::bad_alloc: RMM failure
+        // at:…/pool_memory_resource.hpp:182: Maximum pool size exceeded" (rmm/mr/device/
+        // pool_memory_resource.hpp and arena.hpp, `RMM_FAIL("Maximum pool size exceeded",
+        // rmm::out_of_memory)`), raised in Python as `MemoryError`. The words are any pool's
+        // (a database driver's, a game's), so they count after RMM's own "RMM failure at:".
+        name: "rmm_pool_exhausted",
+        literals: &["RMM failure at:"],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: "The RMM memory pool reached its maximum size: raise the pool's limit \
+               (rmm.reinitialize(maximum_pool_size=…), dask-cuda's --rmm-pool-size), spill to host \
+               memory, or process the data in smaller partitions.",
+        priority: MID,
+        requires_any: &["Maximum pool size exceeded"],
+        refines: &[],
+    },
+    HeadlineRule {
         // `cudaErrorCudartUnloading` ("driver shutting down", code 4; 29 in CUDA 8 and older) and
         // the driver API's `CUDA_ERROR_DEINITIALIZED`: a CUDA call made while the process was
         // exiting, after the runtime had been unloaded (cudaGetErrorString, CUDA runtime API
@@ -1160,8 +1200,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "THCudaCheck FAIL",
             // The "Cuda failure" of CUDA checking macros outside NCCL (cutlass and
             // FasterTransformer-style `check_cuda_error`, many samples): "Cuda failure: misaligned
-            // address"; with NCCL on the line the NCCL row above wins.
+            // address"; with NCCL on the line the NCCL row above wins. ONNX Runtime's CUDA
+            // execution provider: "CUDA failure 700: an illegal memory access was encountered ;
+            // GPU=0 ; hostname=… ; expr=…" (onnxruntime/core/providers/cuda/cuda_call.cc,
+            // `CudaCall`, "%s failure %d: %s ; GPU=%d …" with the library's name first).
             "Cuda failure",
+            "CUDA failure ",
             // glog's CHECK of a runtime call (Caffe's CUDA_CHECK): "Check failed: error ==
             // cudaSuccess (N vs. 0)  <message>", whatever the error.
             "error == cudaSuccess (",
@@ -1241,11 +1285,22 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // TensorRT's check of the runtime before it builds or loads an engine: "CUDA
         // initialization failure with error: 35. Please check your CUDA installation"
         // (`createInferBuilder`, `createInferRuntime`, runtime.cpp `isCudaInstalledCorrectly`),
-        // the number a `cudaError_t`.
+        // the number a `cudaError_t`. PyCUDA's driver errors: "pycuda._driver.LaunchError:
+        // cuLaunchKernel failed: too many resources requested for launch" (src/cpp/cuda.hpp,
+        // `error::make_message`: the call, " failed: ", `cuGetErrorString`'s text; the class is
+        // `LogicError`, `MemoryError`, `LaunchError` or `RuntimeError`). LightGBM's CUDA checks:
+        // "[CUDA] unknown error cuda_column_data.cpp 18" (include/LightGBM/cuda/cuda_utils.hu,
+        // `gpuAssert`, which logs "[CUDA] %s %s %d" with `cudaGetErrorString`, file and line).
         name: "cuda_error_wrapped",
         literals: &[
             "Triton Error [CUDA]",
             "CUDA initialization failure with error",
+            "_driver.LaunchError: ",
+            "_driver.LogicError: ",
+            "_driver.MemoryError: ",
+            "_driver.RuntimeError: ",
+            "_driver.Error: ",
+            "[CUDA] ",
         ],
         kind: Kind::CudaError,
         category: "unknown",
@@ -1338,6 +1393,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "unhandled cuda error",
             "unhandled CUDA error",
             "ncclUnhandledCudaError",
+            // glog's CHECK_EQ of a call's result (Caffe's `NCCL_CHECK`): "Check
+            // failed: result == ncclSuccess (1 vs. 0) unhandled cuda error" prints the
+            // `ncclResult_t` value first (src/nccl.h: 1 unhandled CUDA error, 2 system error, 3
+            // internal error, 4 invalid argument, 5 invalid usage, 6 remote error), and NCCL
+            // 1.x's shorter texts after it ("(2 vs. 0) system error").
+            "failed: result == ncclSuccess (1 vs. 0)",
         ],
         kind: Kind::NcclError,
         category: "nccl_unhandled_cuda_error",
@@ -1352,7 +1413,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // (newer: "Cuda failure 700 '…'"), after which the call returns ncclUnhandledCudaError
         // (src/include/checks.h). The CUDA message names the error, but the failure is NCCL's:
         // it ranks above the CUDA rows so that the line keeps NCCL's family. Other programs'
-        // "Cuda failure" macros print no NCCL tag and stay with the CUDA rows.
+        // "Cuda failure" macros print no NCCL tag and stay with the CUDA rows. NCCL 1.x printed
+        // no tag either, only the level and its source file: "WARN src/reduce.cu:126 Cuda
+        // failure 'invalid resource handle'" (src/core.h, `printf("WARN %s:%d ", __FILE__,
+        // __LINE__)`, its sources all under `src/`).
         name: "nccl_cuda_failure",
         literals: &[
             "Cuda failure ",
@@ -1367,12 +1431,16 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         blame: Blame::Unknown,
         hint: NCCL_CUDA_HINT,
         priority: HIGH + 1,
-        requires_any: &["NCCL", "nccl"],
+        requires_any: &["NCCL", "nccl", "WARN src/"],
         refines: &[],
     },
     HeadlineRule {
         name: "nccl_unhandled_system_error",
-        literals: &["unhandled system error", "ncclSystemError"],
+        literals: &[
+            "unhandled system error",
+            "ncclSystemError",
+            "failed: result == ncclSuccess (2 vs. 0)",
+        ],
         kind: Kind::NcclError,
         category: "nccl_unhandled_system_error",
         blame: Blame::Unknown,
@@ -1432,6 +1500,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // 1.1, "NCCL Error 3: internal error" (`ncclResult_t` 3 is ncclInternalError).
             ", internal error, NCCL version",
             "NCCL Error 3: internal error",
+            "failed: result == ncclSuccess (3 vs. 0)",
             // XLA's "NCCL operation …(…) failed: internal error" (see nccl_invalid_usage).
             "failed: internal error",
             // `ncclGetErrorString` after PyTorch's "NCCL error in: <file>:<line>, " and after
@@ -1475,6 +1544,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "invalid usage (run with NCCL_DEBUG",
             ", invalid usage, NCCL version",
             "NCCL Error 5: invalid usage",
+            "failed: result == ncclSuccess (5 vs. 0)",
             // Two ranks on one GPU: "NCCL WARN Duplicate GPU detected : rank 2 and rank 0 both
             // on CUDA device 1000" (src/init.cc, which then returns ncclInvalidUsage). Keyed on
             // the message's end, which the gate's `CUDA` anchor already covers.
@@ -1503,6 +1573,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "invalid argument (run with NCCL_DEBUG",
             ", invalid argument, NCCL version",
             "NCCL Error 4: invalid argument",
+            "failed: result == ncclSuccess (4 vs. 0)",
             "failed: invalid argument",
             // NCCL 1.x's `ncclGetErrorString` for its finer argument results (ncclInvalidType,
             // ncclInvalidDevicePointer, ncclInvalidRank; src/core.cu), which NCCL 2 folds into
@@ -1526,6 +1597,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "ncclRemoteError",
             "remote process exited or there was a network error",
+            "failed: result == ncclSuccess (6 vs. 0)",
         ],
         kind: Kind::NcclError,
         category: "nccl_remote_error",

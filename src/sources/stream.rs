@@ -231,13 +231,16 @@ fn join_pieces(first: &[u8], second: &[u8]) -> String {
     String::from_utf8_lossy(&b).into_owned()
 }
 
-/// Does `text` end a sentence: a full-width 。！？, or ! ? . after a letter (not the decimal point
-/// of a number a wrap cut, `14.` / `21 GiB`)?
+/// Does `text` end a sentence: a full-width 。！？, or ! ? . after a letter or a closing mark (a
+/// citation's `[4].`, a parenthesis, a quotation, emphasis), not the decimal point of a number a
+/// wrap cut (`14.` / `21 GiB`)?
 fn ends_a_sentence(text: &str) -> bool {
     let mut rev = text.trim_end().chars().rev();
     match rev.next() {
         Some('\u{3002}' | '\u{ff01}' | '\u{ff1f}' | '!' | '?') => true,
-        Some('.') => rev.next().is_some_and(char::is_alphabetic),
+        Some('.') => rev.next().is_some_and(|c| {
+            c.is_alphabetic() || matches!(c, ')' | ']' | '"' | '`' | '*' | '\u{201d}')
+        }),
         _ => false,
     }
 }
@@ -1239,6 +1242,11 @@ mod first_line {
         // paragraph's "shows" must not make the second a report.
         let text = "torch.cuda.empty_cache() clears the memory pool but does NOT defragment already-allocated tensors. The fixed code shows autocast() but omits the scaler.\n\
                     For dynamic batch size reduction: wrap the training step in try-except, catch RuntimeError with 'CUDA out of memory' in the message, then halve batch_size and retry (torch.cuda.empty_cache(), optimizer.zero_grad(), retry the forward pass). Peak usage often matters more for OOM prevention\n";
+        assert_eq!(super::tests::first(text), None);
+        // A sentence that ends in a citation (`[1].`) is finished too: the list item before
+        // lends its "occurs" to none of the next item's quoted names.
+        let text = "2. **Improves Error Reporting**: This can help in identifying the exact point where an error occurs, as the error messages will be generated at once [1].\n\
+                    3. **Common Use Cases**: This setting is particularly useful when dealing with errors like \"device-side assert triggered\" or \"cudaErrorLaunchFailure.\" It can help developers find issues in their code [5].\n";
         assert_eq!(super::tests::first(text), None);
     }
 

@@ -337,8 +337,12 @@ pub(super) fn xid(st: &mut StreamState, f: &Finding, x: XidLine<'_>, cx: &mut Cx
         if xid != 79 {
             return None;
         }
+        // A bus-loss line that named no GPU (a quotation that elided the bus id, "NVRM: GPU
+        // ...: GPU has fallen off the bus.") is the same event as the Xid 79 that names one.
         st.xids.iter().position(|o| {
-            o.inc.xid.is_none() && o.inc.category == FALLEN_NO_XID && same_gpu(&o.inc.pci, pci)
+            o.inc.xid.is_none()
+                && o.inc.category == FALLEN_NO_XID
+                && (same_gpu(&o.inc.pci, pci) || o.inc.pci.is_none())
         })
     });
     if let Some(i) = pos {
@@ -350,6 +354,12 @@ pub(super) fn xid(st: &mut StreamState, f: &Finding, x: XidLine<'_>, cx: &mut Cx
             o.inc.category = xid_catalog::category(xid);
             o.inc.hint = xid_catalog::hint(xid);
             o.inc.message = Some(truncate_utf8(f.text.trim(), cx.cfg.excerpt_line_bytes));
+            if o.inc.pci.is_none() {
+                o.inc.pci.clone_from(pci);
+                o.inc.gpu_uuid = pci
+                    .as_ref()
+                    .and_then(|p| lookup_identity(&st.identities, p));
+            }
         }
         if o.inc.pid.is_none() {
             o.inc.pid = pid;
@@ -420,10 +430,11 @@ pub(super) fn fallen_off_bus(
             .filter(|(_, _, q)| f.seq <= q + 4)
             .map(|(p, _, _)| p.clone())
     });
-    let existing = st.xids.iter_mut().find(|o| {
+    // A line that names no GPU joins the latest bus loss open.
+    let existing = st.xids.iter_mut().rev().find(|o| {
         (o.inc.xid == Some(79) || (o.inc.xid.is_none() && o.inc.category == FALLEN_NO_XID))
             && o.inc.kind == Kind::Xid
-            && same_gpu(&o.inc.pci, &pci)
+            && (same_gpu(&o.inc.pci, &pci) || pci.is_none())
     });
     if let Some(o) = existing {
         extend(o, f, cx.cfg);

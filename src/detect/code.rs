@@ -98,10 +98,24 @@ fn placeholder() -> &'static Regex {
 }
 
 /// An enum's value defined right after its name: `cudaErrorIllegalAddress = 700`,
-/// `CUDA_ERROR_ILLEGAL_ADDRESS = 700,`, `ncclSystemError = 2`.
+/// `CUDA_ERROR_ILLEGAL_ADDRESS = 700,`, `ncclSystemError = 2`, and with its type between them
+/// as bindgen writes Rust constants (`pub const cudaError_cudaErrorAssert: cudaError = 710;`).
 fn defined_after() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
-    cached(&R, r"^[`'\x22]?\s*=\s*-?\d+\b")
+    cached(&R, r"^[`'\x22]?\s*(?::\s*[\w:]+\s*)?=\s*-?\d+\b")
+}
+
+/// An enum's name opening a line of a reference's list, its description right after it: the
+/// runtime API's "cudaErrorMissingConfiguration The device function being invoked (usually via
+/// cudaLaunch()) was not previously configured …" (a sentence of four words or more), or a
+/// translation after it ("cudaErrorLaunchFailure执行内核时设备上发生了异常", "cudaErrorMemoryAllocation
+/// API调用失败").
+fn described_after() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r"^(?:\s+[A-Z][a-z]+(?:\s+[A-Za-z,.'()-]+){3,}|\s*(?:[A-Za-z]+\s*)?\p{Han}{4})",
+    )
 }
 
 /// What may come before an enum value's name that opens its definition: indentation, a bullet
@@ -400,7 +414,10 @@ fn defined_or_glossed(line: &str, hit: &Range<usize>) -> bool {
         return false;
     }
     let opens_line = declaration_start().is_match(before);
-    (opens_line && (defined_after().is_match(after) || described_in_table().is_match(after)))
+    (opens_line
+        && (defined_after().is_match(after)
+            || described_in_table().is_match(after)
+            || described_after().is_match(after)))
         || switch_label(before, after)
         || glossed_before().is_match(before)
         || explained_after().is_match(after)

@@ -481,8 +481,11 @@ struct NumberedError {
 ///   (platforms/cuda/src/CudaArray.cpp prints `getErrorString(result) << " (" << result << ")"`,
 ///   and `CudaContext::getErrorString` says only "CUDA error" for a value its table lacks);
 /// - ONNX Runtime's "CUDA failure 1: invalid argument ; GPU=1 ; …" (cuda_call.cc), where the
-///   number names the error when the message is cut.
-const NUMBERED_ERRORS: [NumberedError; 7] = [
+///   number names the error when the message is cut;
+/// - LAMMPS' geryon "Cuda driver error 804 in call at file …" (a `CUresult`), OpenMM's older
+///   "Invalid error code (700)", and cutorch's "cuda runtime error (701) : unrecognized error
+///   code", where the runtime was older than the driver that returned the value.
+const NUMBERED_ERRORS: [NumberedError; 10] = [
     NumberedError {
         head: "CudaAPIError: [",
         end: Some(']'),
@@ -510,6 +513,24 @@ const NUMBERED_ERRORS: [NumberedError; 7] = [
     NumberedError {
         head: "CUDA error ",
         end: None,
+        radix: 10,
+        driver: false,
+    },
+    NumberedError {
+        head: "Cuda driver error ",
+        end: None,
+        radix: 10,
+        driver: true,
+    },
+    NumberedError {
+        head: "Invalid error code (",
+        end: Some(')'),
+        radix: 10,
+        driver: true,
+    },
+    NumberedError {
+        head: "cuda runtime error (",
+        end: Some(')'),
         radix: 10,
         driver: false,
     },

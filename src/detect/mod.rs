@@ -606,12 +606,17 @@ fn type_name_alone(line: &str, hit: std::ops::Range<usize>) -> bool {
 }
 
 /// Does `rest` (what follows "CUDA error ") start with a noun that makes the two words a compound:
-/// "CUDA error checking is performed", "CUDA error handling", "CUDA error macros"? What the runtime
+/// "CUDA error checking is performed", "CUDA error handling", "CUDA error macros", a reference's
+/// heading "CUDA error types"? What the runtime
 /// and the checking macros print after the words is a colon, a number, a code, a location or the
 /// message ("CUDA error 700", "CUDA error at foo.cu:12 code=700", "CUDA error (2)"), never one of
 /// these nouns; "code" and "message" are left out, since "CUDA error code=700" is output.
 fn compound_noun_head(rest: &str) -> bool {
-    const NOUNS: [&str; 13] = [
+    const NOUNS: [&str; 17] = [
+        "type",
+        "types",
+        "kinds",
+        "categories",
         "check",
         "checks",
         "checking",
@@ -710,6 +715,11 @@ pub(crate) fn says_it_retries(line: &str) -> bool {
 fn refine_generic(line: &str, generic: &rules::HeadlineRule) -> Option<Evidence> {
     let (kind, category, blame, hint) = match cuda_catalog::refine(line)? {
         cuda_catalog::Refined::Error(e) => (e.kind, e.category.into(), e.blame, e.hint_text()?),
+        // A math library's failed allocation (`cusolver_alloc_failed`, …) is the GPU's memory
+        // running out, as for cuBLAS and cuDNN.
+        cuda_catalog::Refined::LibraryStatus(c) if c.ends_with("_alloc_failed") => {
+            (Kind::Oom, c.into(), generic.blame, generic.hint)
+        }
         cuda_catalog::Refined::LibraryStatus(c) => {
             (Kind::CudaError, c.into(), generic.blame, generic.hint)
         }
@@ -819,7 +829,9 @@ mod tests {
             ("CUDA_EXCEPTION_6, Warp Misaligned Address.", "misaligned_address"),
             ("Program received signal CUDA_EXCEPTION_14, Warp Illegal Address.", "illegal_memory_access"),
             ("CUDA_EXCEPTION_4, Warp Illegal Instruction.", "illegal_instruction"),
-            ("CUDA_EXCEPTION_9, Warp Hardware Stack Overflow.", "unknown"),
+            ("CUDA_EXCEPTION_9, Warp Hardware Stack Overflow.", "hardware_stack_error"),
+            ("CUDA_EXCEPTION_3, Lane User Stack Overflow.", "hardware_stack_error"),
+            ("CUDA_EXCEPTION_0, Device Unknown Exception.", "unknown"),
             // Caffe's CUDA_CHECK (https://github.com/s9xie/hed/issues/52).
             ("F1225 18:53:10.263083 16202 syncedmem.cpp:19] Check failed: error == cudaSuccess (29 vs. 0)  driver shutting down", "driver_shutting_down"),
             ("RuntimeError: CUDA error: driver shutting down", "driver_shutting_down"),
@@ -1443,6 +1455,18 @@ mod tests {
             ("RuntimeError: Error: compute_ctc_loss in gpu_ctc, stat = execution failed", Kind::CudaError, "ctc_loss_failed"),
             // Two errors a title quotes: its own comes first.
             ("training error- \"what(): Error: compute_ctc_loss, stat = cuda memcpy or memset failed\" , \"CUDNN_STATUS_BAD_PARAM\"", Kind::CudaError, "ctc_loss_failed"),
+            // Older runtimes' numbers, a renderer's driver result, cuda-gdb's stack overflow.
+            ("Cuda driver error 804 in call at file '/lammps/lib/gpu/geryon/nvd_device.h' in line 333.", Kind::CudaError, "compat_not_supported"),
+            ("  what():  Error synchronizing CUDA context: Invalid error code (700) at /openmm/platforms/cuda/src/CudaParallelKernels.cpp:104", Kind::CudaError, "illegal_memory_access"),
+            ("RuntimeError: cuda runtime error (701) : unrecognized error code at src/riroi_align_kernel.cu:389", Kind::CudaError, "launch_out_of_resources"),
+            ("Out of memory in cuStreamCreate(&cuda_stream_, CU_STREAM_NON_BLOCKING) (C:\\blender\\intern\\cycles\\device\\cuda\\queue.cpp:21)", Kind::Oom, "cuda_oom"),
+            ("Program received signal CUDA_EXCEPTION_9, Warp Hardware Stack Overflow.", Kind::CudaError, "hardware_stack_error"),
+            // A math library's failed allocation is the GPU's memory.
+            ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", Kind::Oom, "cublas_alloc_failed"),
+            ("RuntimeError: cusolver error: CUSOLVER_STATUS_ALLOC_FAILED", Kind::Oom, "cusolver_alloc_failed"),
+            // PaddlePaddle's launcher and the store client's list read.
+            ("LAUNCH ERROR 2023-08-17 16:45:31,525 Container failed !!!", Kind::NcclError, "paddle_launch_container_failed"),
+            ("[rank1]:[W520 21:12:22.801158701 TCPStore.cpp:115] [c10d] recvVector failed on SocketImpl(fd=24, addr=[h]:32772, remote=[h]:49587): Connection reset by peer", Kind::NcclError, "c10d_store_recv_failed"),
             // A class with a message, and a class as a report's field.
             ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", Kind::Oom, "cuda_oom"),
             ("- **Exception Type:** torch.OutOfMemoryError", Kind::Oom, "cuda_oom"),
@@ -1460,8 +1484,15 @@ mod tests {
             "cuda.core.CUDAOutOfMemoryError#",
             "There is a class (`torch.cuda.OutOfMemoryError`) that gets thrown for OOM errors that we can catch.",
             "We should just rethrow the existing `OutOfMemoryError` and leave it to the caller.",
-            // Another pool.
+            // Another pool, and another program's failed container.
             "Maximum pool size exceeded, destroying missile",
+            "print-red \"Run dev container failed !!!\"",
+            // A reference's lists of the enum values and their descriptions.
+            "pub const cudaError_cudaErrorIllegalAddress: cudaError = 700;",
+            "cudaErrorMissingConfiguration The device function being invoked (usually via cudaLaunch()) was not previously configured via the cudaConfigureCall() function.",
+            "cudaErrorMemoryAllocation API调用失败,因为它无法分配足够的内存来执行请求的操作。",
+            "      This indicates that all CUDA devices are busy or unavailable at the current time.",
+            "CUDA error types",
         ] {
             assert_eq!(headline(&d, line), None, "{line}");
         }

@@ -76,12 +76,13 @@ struct Patterns {
 /// Shared by the three value forms.
 const KEY: &str = r"(?P<key>\b[a-z_]*loss[a-z_0-9]*|\b[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|\btotal_norm|\bgnorm\b|\b(?:[a-z]+_)?(?:cross_?entropy|smooth_?l1|nll|bce|kl_?div|mse|huber|focal)\b)";
 /// The non-finite token and what may follow a value (so `nan_count`, `info` or `inf.5` never
-/// count; a full stop only before a space or the end; Markdown's closing `**`; a Han character,
+/// count; a zero fraction as a template with `{:.1f}`-style text prints it, `loss=nan.0`; a full
+/// stop only before a space or the end; Markdown's closing `**`; a Han character,
 /// since Chinese runs its words together: `grad_norm为Nan的情况`). In
 /// the bare, verbal and group forms it is matched case-sensitively, in the spellings runtimes
 /// print: Python, numpy and PyTorch `nan`/`inf` (C's `%f` too, `%F` gives `NAN`/`INF`), and the
 /// JVM's `Double.toString` and JavaScript's `NaN`/`Infinity` (Scala/Java trainers, JS loggers).
-const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:$|[\s,;|}\])'"`*，；。\p{Han}]|\.(?:\s|$))"#;
+const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:\.0+)?(?:$|[\s,;|}\])'"`*，；。\p{Han}]|\.(?:\s|$))"#;
 
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
@@ -687,6 +688,12 @@ mod tests {
         );
         assert_eq!(cat("val_mse: inf, epoch 3").as_deref(), Some("inf_loss"));
         assert_eq!(cat("CrossEntropy=12.250115, SmoothL1=0.51"), None);
+        // A zero fraction after the value.
+        assert_eq!(
+            cat("val/loss=nan.0 when training with ddp").as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(cat("loss=nan.5 info"), None);
         // Lightning's check of the step's loss, old and new wording.
         assert_eq!(
             cat("ValueError: The loss returned in `training_step` is nan or inf.").as_deref(),

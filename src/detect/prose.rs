@@ -208,7 +208,7 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     if announces_a_fix(line) {
         return true;
     }
-    if hits.iter().all(|h| bare_exception_class(line, h)) {
+    if hits.iter().all(|h| bare_exception_class(line, h)) || reference_description(line) {
         return true;
     }
     if subjects_explained(line, hits) {
@@ -421,6 +421,15 @@ fn bare_exception_class(line: &str, hit: &Range<usize>) -> bool {
         .iter()
         .any(|s| s.start <= hit.start && hit.end <= s.end);
     in_code && !opens_line && words(line) >= WORDS_BEFORE && !has_report_cue(&told)
+}
+
+/// A line of the CUDA reference's descriptions of its enum values, which all open "This
+/// indicates that …" (driver_types.h and cuda.h doc comments, and the bindings that copy them:
+/// "This indicates that an uncorrectable ECC error was detected during execution."), also inside
+/// a comment.
+fn reference_description(line: &str) -> bool {
+    line.trim_start_matches(|c: char| c.is_whitespace() || "/*!#-".contains(c))
+        .starts_with("This indicates")
 }
 
 /// Are all of `hits` the subject of a sentence that says what they mean, alone or in a list

@@ -384,6 +384,27 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &["Warp Illegal Instruction"],
     },
     HeadlineRule {
+        // A kernel's call stack overflowed or was corrupted (`cudaErrorHardwareStackError`, 714,
+        // "hardware stack error": its cudaGetErrorString text is read by the catalog); cuda-gdb
+        // reports it as CUDA_EXCEPTION_9 "Warp Hardware Stack Overflow" or CUDA_EXCEPTION_3 "Lane
+        // User Stack Overflow" (CUDA-GDB's "GPU Error Reporting" table).
+        name: "cuda_hardware_stack_error",
+        literals: &[
+            "CUDA_ERROR_HARDWARE_STACK_ERROR",
+            "cudaErrorHardwareStackError",
+        ],
+        kind: Kind::CudaError,
+        category: "hardware_stack_error",
+        blame: Blame::Application,
+        hint: "A kernel overflowed or corrupted its call stack (deep recursion, large local \
+               arrays): run it under compute-sanitizer, raise the stack size \
+               (cudaDeviceSetLimit(cudaLimitStackSize)) or make the kernel use less stack; \
+               despite the name this is a kernel bug, not broken hardware.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &["Warp Hardware Stack Overflow", "Lane User Stack Overflow"],
+    },
+    HeadlineRule {
         name: "cuda_launch_failure",
         literals: &[
             "unspecified launch failure",
@@ -626,9 +647,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // "Resource allocation failed inside the cuBLAS library", usually a `cudaMalloc` that
+        // failed (cuBLAS's status reference): the GPU's memory ran out when the handle or its
+        // workspace was created.
         name: "cublas_alloc_failed",
         literals: &["CUBLAS_STATUS_ALLOC_FAILED"],
-        kind: Kind::CudaError,
+        kind: Kind::Oom,
         category: "cublas_alloc_failed",
         blame: Blame::Application,
         hint: LIBRARY_HANDLE_HINT,
@@ -730,9 +754,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // "Resource allocation failed inside the cuDNN library", usually a `cudaMalloc` that
+        // failed (cuDNN's status reference): the GPU's memory ran out when the handle or its
+        // workspace was created.
         name: "cudnn_alloc_failed",
         literals: &["CUDNN_STATUS_ALLOC_FAILED"],
-        kind: Kind::CudaError,
+        kind: Kind::Oom,
         category: "cudnn_alloc_failed",
         blame: Blame::Application,
         hint: LIBRARY_HANDLE_HINT,
@@ -866,6 +893,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // JAX/XLA: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes."
             // (xla/stream_executor and tsl BFC allocator, surfaced as XlaRuntimeError).
             "Out of memory while trying to allocate",
+            // Blender Cycles' CUDA device: "Out of memory in cuStreamCreate(&cuda_stream_, …)
+            // (…/intern/cycles/device/cuda/queue.cpp:21)" (`cuda_device_assert`, the driver
+            // result's name from cuewErrorString, then the call).
+            "Out of memory in cu",
             // XLA's device allocator: "Failed to allocate request for 1.00GiB (1073741824B) on
             // device ordinal 0" (xla/stream_executor/integrations/device_mem_allocator et al.);
             // XLA's host buffers, CuPy and others: "Out of memory allocating N bytes".
@@ -1103,6 +1134,23 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // PaddlePaddle's launcher (`python -m paddle.distributed.launch`) when a worker exits
+        // non-zero: "LAUNCH ERROR 2023-08-17 16:45:31,525 Container failed !!!" and the next
+        // line's "Container rank 0 status failed cmd […] code 1 log log/workerlog.0"
+        // (python/paddle/distributed/launch/controllers/controller.py, `watch`), its
+        // counterpart of torchrun's ChildFailedError: the worker's log holds the cause.
+        name: "paddle_launch_container_failed",
+        literals: &["Container failed !!!"],
+        kind: Kind::NcclError,
+        category: "paddle_launch_container_failed",
+        blame: Blame::Unknown,
+        hint: "A PaddlePaddle worker exited with an error and the launcher stopped the job: read \
+               the failed rank's worker log (log/workerlog.N) for the first error.",
+        priority: MID,
+        requires_any: &["LAUNCH"],
+        refines: &[],
+    },
+    HeadlineRule {
         // RAPIDS Memory Manager's pool and arena resources when they may not grow (cuDF, cuML,
         // cuGraph, XGBoost and Dask-CUDA allocate through it): "std::bad_alloc: RMM failure
         // at:…/pool_memory_resource.hpp:182: Maximum pool size exceeded" (rmm/mr/device/
@@ -1301,6 +1349,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "_driver.RuntimeError: ",
             "_driver.Error: ",
             "[CUDA] ",
+            // LAMMPS' GPU package (lib/gpu/geryon/nvd_macros.h, `CU_SAFE_CALL`): "Cuda driver
+            // error 804 in call at file '…/nvd_device.h' in line 333." with the `CUresult`;
+            // OpenMM's older context, for a code its table lacked: "Error synchronizing CUDA
+            // context: Invalid error code (700)" (platforms/cuda/src/CudaContext.cpp).
+            "Cuda driver error ",
+            "Invalid error code (",
         ],
         kind: Kind::CudaError,
         category: "unknown",
@@ -1865,6 +1919,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         name: "c10d_store_recv_failed",
         literals: &[
             "recvValue failed on",
+            // The store client's sibling that reads a list (TCPStore.cpp, `recvVector`).
+            "recvVector failed on",
             "Connection was likely closed. Did the remote server shutdown or crash",
             // ProcessGroupNCCL's heartbeat monitor reading the store: "Failed to check the
             // \"should dump\" flag on TCPStore, (maybe TCPStore server has shut down too early),

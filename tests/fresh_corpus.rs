@@ -1,5 +1,5 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh20/` (round nineteen, which collected two), all spent and kept for regressions.
+//! through `tests/fresh21/` (round twenty), all spent and kept for regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -594,4 +594,9 @@ fn fresh19_set_scores() {
 #[test]
 fn fresh20_set_scores() {
     score("fresh20");
+}
+
+#[test]
+fn fresh21_set_scores() {
+    score("fresh21");
 }

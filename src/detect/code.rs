@@ -421,6 +421,22 @@ fn defined_or_glossed(line: &str, hit: &Range<usize>) -> bool {
         || switch_label(before, after)
         || glossed_before().is_match(before)
         || explained_after().is_match(after)
+        || (numbered_heading().is_match(before) && heading_end().is_match(after))
+}
+
+/// What opens an enum's name that is a document's heading, alone on its line: a numbered
+/// list's "1. ", "2) ", a Markdown heading's "### " (an article's "常见CUDA错误类型" / "1.
+/// CUDA_ERROR_OUT_OF_MEMORY" / "这是最常见的情况 …"), with emphasis or a code span around it. A
+/// bullet is left out: a report lists the errors it got as bullets.
+fn numbered_heading() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(&R, r"^\s*(?:#{1,6}|\d{1,3}[.)、]|[IVX]{1,4}\.)\s*[*_`]*$")
+}
+
+/// What may close such a heading: its emphasis or code span and a colon.
+fn heading_end() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(&R, r"^[*_`]*\s*[:\x{ff1a}]?\s*$")
 }
 
 #[cfg(test)]
@@ -434,6 +450,18 @@ mod tests {
             .collect();
         assert!(!hits.is_empty(), "{lit:?} not in {line:?}");
         holds_error_in_code(line, &hits)
+    }
+
+    #[test]
+    fn an_enum_name_as_a_numbered_heading_is_documentation() {
+        assert!(in_code("1. CUDA_ERROR_OUT_OF_MEMORY", "CUDA_ERROR_"));
+        assert!(in_code("## **cudaErrorIllegalAddress**:", "cudaError"));
+        // A bullet is a report's list of what it got; a message after the name is output.
+        assert!(!in_code("- CUDA_ERROR_OUT_OF_MEMORY", "CUDA_ERROR_"));
+        assert!(!in_code(
+            "1. CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+            "CUDA_ERROR_"
+        ));
     }
 
     #[test]

@@ -158,6 +158,21 @@ pub fn flattened_record(line: &str) -> bool {
             .any(|f| matches!(f, SummaryLine::ExitCode { exitcode, .. } if *exitcode != 0))
 }
 
+/// The text torchelastic puts in a record's `traceback` field when the failed process left no
+/// error file (`_FAILURE_FORMAT_TEMPLATE`'s default, torch/distributed/elastic/multiprocessing/
+/// errors/__init__.py).
+pub const NO_ERROR_FILE_TRACEBACK: &str =
+    "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html";
+
+/// Is `line` the last field of one failed process's record, `traceback : To enable traceback
+/// see: …`? A summary that a paste or a log collector cut before its header (only the record's
+/// `time`, `host`, `rank`, `exitcode`, `error_file` and `traceback` lines kept, each behind a
+/// timestamp) still tells that a worker failed; only the template writes this field so.
+pub fn record_traceback_field(line: &str) -> bool {
+    line.contains(NO_ERROR_FILE_TRACEBACK)
+        && field(line, "traceback").is_some_and(|v| v.starts_with(NO_ERROR_FILE_TRACEBACK))
+}
+
 /// Folds `line` into `rc`; returns whether it changed anything. Field lines only count once a
 /// root-cause header opened `rc`.
 pub fn fold(rc: &mut Option<RootCause>, line: &str) -> bool {
@@ -220,6 +235,17 @@ Root Cause (first observed failure):
   error_file: /tmp/torchelastic_ab/none_cd/attempt_0/0/error.json
   traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
 ============================================================";
+
+    #[test]
+    fn a_record_cut_from_its_header_ends_in_its_traceback_field() {
+        assert!(record_traceback_field("2024-11-20 14:38:16   traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"));
+        assert!(!record_traceback_field(
+            "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"
+        ));
+        assert!(!record_traceback_field(
+            "Read https://pytorch.org/docs/stable/elastic/errors.html on the traceback : field"
+        ));
+    }
 
     #[test]
     fn reads_a_summary_that_lost_its_newlines() {

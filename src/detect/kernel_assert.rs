@@ -113,11 +113,16 @@ pub fn parse_all(line: &str) -> Vec<Evidence> {
         }
         let Some(failed) = last_failed(segment) else {
             // A title cut after the expression: `File.cu:536 Assertion `expr`` with nothing
-            // after, in the printf shape that names the file and line right before "Assertion".
-            let t = segment.trim_end();
+            // after (or a first piece of "failed": GitHub cuts a long title mid-word), in the
+            // printf shape that names the file and line right before "Assertion", or in the
+            // device's own shape with its `block: […], thread: […]` before it.
+            let t = cut_failed(segment.trim_end());
             let quoted = t.trim_start().starts_with('`') && t.ends_with('`') && t.len() > 2;
             let prefix = &line[prefix_start..start];
-            if quoted && enforce_shape(prefix) && enforce_label(prefix) {
+            if quoted
+                && ((enforce_shape(prefix) && enforce_label(prefix))
+                    || patterns().block_thread.is_match(prefix))
+            {
                 if let Some(assertion) = clean_expression(t) {
                     out.extend(evidence(prefix, assertion, ""));
                 }
@@ -373,6 +378,15 @@ fn printf_form(segment: &str) -> Option<(&str, usize)> {
     let expr = &body[..close + 2];
     let used = lead + "failed:".len() + lead2 + expr.len();
     Some((expr, used))
+}
+
+/// `text` without a first piece of the word "failed" that ends it after a space (`… `expr` fai`,
+/// a title cut mid-word).
+fn cut_failed(text: &str) -> &str {
+    match text.rsplit_once(' ') {
+        Some((head, tail)) if !tail.is_empty() && "failed".starts_with(tail) => head.trim_end(),
+        _ => text,
+    }
 }
 
 /// Offset of the last word "failed" in `segment` that ends the expression.
@@ -666,6 +680,18 @@ mod tests {
         // is nothing.
         assert!(parse("see the Assertion `x < n` in the docs").is_none());
         assert!(parse("// see kernels/softmax.cuh:120 Assertion `tid < blockDim.x`").is_none());
+        // In the device's own shape, a title cut after the expression or inside "failed".
+        for cut in ["", " f", " fail", " faile"] {
+            let line = format!("/opt/conda/conda-bld/pytorch_1708025847130/work/aten/src/ATen/native/cuda/Loss.cu:250: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [14,0,0] Assertion `t >= 0 && t < n_classes`{cut}");
+            let (f, a, c) = get(&line);
+            assert_eq!(f.as_deref(), Some("Loss.cu:250"), "{line}");
+            assert_eq!(a, "t >= 0 && t < n_classes");
+            assert_eq!(c, "nll_target_out_of_range");
+        }
+        assert!(parse(
+            "Loss.cu:250: k: block: [0,0,0], thread: [14,0,0] Assertion `t >= 0` fails sometimes"
+        )
+        .is_none());
         // A message that checks no range names nothing.
         let (_, _, c) = get("Error: /paddle/paddle/phi/kernels/gpu/foo_kernel.cu:12 Assertion `false` failed. Something else went wrong.");
         assert_eq!(c, "unknown");

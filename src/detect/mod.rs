@@ -1429,9 +1429,41 @@ mod tests {
         ));
     }
 
-    /// Round seventeen: serving engines' and TensorRT's wordings, messages a title or Markdown cut
-    /// or wrapped, Megatron-LM's result validation, the store a heartbeat monitor reads, and the
-    /// shapes that name an error without reporting one.
+    /// Round twenty: the inference libraries' checking macro, and shapes that name an error
+    /// without reporting one: a purpose clause, a quantified class, a numbered heading.
+    #[test]
+    fn round_twenty_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("Encountered an error in forwardAsync function: [TensorRT-LLM][ERROR] CUDA runtime error in cudaMemcpyAsync(dst, src.data(), src.getSizeInBytes(), cudaMemcpyDefault, mStream->get()): invalid argument", Kind::CudaError, "invalid_value"),
+            ("[FT][ERROR] CUDA runtime error: invalid argument /workspace/src/fastertransformer/utils/cuda_utils.h:112", Kind::CudaError, "invalid_value"),
+            // A phrasal "gave up" reports nothing, but a program that gave the error does.
+            ("NCCL gave NCCL error: unhandled system error after the second step", Kind::NcclError, "nccl_unhandled_system_error"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            "This PR follows the work done in #18081 and adds a `timeout` argument to `TrainingArgs` to avoid Socket Timeouts when using PyTorch's `torch.distributed.init_process_group`",
+            "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to prevent CUDA out of memory errors.",
+            "Most NCCL errors aren't NCCL bugs. The message you see usually names the layer where NCCL gave up, not the layer that failed.",
+            "1. CUDA_ERROR_OUT_OF_MEMORY",
+            "### `cudaErrorIllegalAddress`:",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+        // A report cue keeps them reports.
+        for line in [
+            "I lowered the batch size to avoid CUDA out of memory but I still get CUDA out of memory",
+            "we got some NCCL errors on rank 3: NCCL error: unhandled system error",
+        ] {
+            assert!(headline(&d, line).is_some(), "{line}");
+        }
+    }
+
+    /// Round nineteen: older runtimes' numbered messages, the libraries' failed allocations, RMM's
+    /// pool and warp-ctc, and reference lists of the enums that name an error without reporting
+    /// one.
     #[test]
     fn round_nineteen_wordings_and_what_stays_quiet() {
         let d = DetectorSet::builtin();

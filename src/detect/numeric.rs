@@ -73,8 +73,10 @@ struct Patterns {
 /// "Loss" (torch/nn/modules/loss.py: CrossEntropyLoss, SmoothL1Loss, NLLLoss, BCELoss, KLDivLoss,
 /// MSELoss, HuberLoss; torchvision's sigmoid_focal_loss): GluonCV's detection scripts log
 /// `CrossEntropy=12.25, SmoothL1=nan` (`mx.metric.Loss('SmoothL1')`).
+/// A key starts where an ASCII word does: Chinese runs its words together ("训练一段时间后loss=nan",
+/// loss=nan after training a while), and a Han character is a word character to Unicode's `\b`.
 /// Shared by the three value forms.
-const KEY: &str = r"(?P<key>\b[a-z_]*loss[a-z_0-9]*|\b[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|\btotal_norm|\bgnorm\b|\b(?:[a-z]+_)?(?:cross_?entropy|smooth_?l1|nll|bce|kl_?div|mse|huber|focal)\b)";
+const KEY: &str = r"(?P<key>(?-u:\b)[a-z_]*loss[a-z_0-9]*|(?-u:\b)[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|(?-u:\b)total_norm|(?-u:\b)gnorm\b|(?-u:\b)(?:[a-z]+_)?(?:cross_?entropy|smooth_?l1|nll|bce|kl_?div|mse|huber|focal)\b)";
 /// The non-finite token and what may follow a value (so `nan_count`, `info` or `inf.5` never
 /// count; a zero fraction as a template with `{:.1f}`-style text prints it, `loss=nan.0`; a full
 /// stop only before a space or the end; Markdown's closing `**`; a Han character,
@@ -296,7 +298,7 @@ pub const PROVISIONAL_RULE: &str = "non_finite_logged_value";
 /// dynamic_loss_scaler.py).
 const SCALER_CHECKS: &[(&str, &str, &str)] = &[
     (
-        "loss scale already at minimum",
+        "oss scale already at minimum",
         "loss_scale_collapse",
         SCALE_HINT,
     ),
@@ -677,6 +679,20 @@ mod tests {
             Some(Evidence::Headline { category, .. }) => Some(category.into_owned()),
             _ => None,
         }
+    }
+
+    #[test]
+    fn round_twenty_keys_glued_to_chinese_and_a_quoted_scaler() {
+        // A Han character before the key is no word of it.
+        assert_eq!(
+            cat("微调Qwen2-7B-Instruct，用的bf16，训练一段时间后loss=nan，请问这个有什么方法解决吗？").as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(cat("训练一段时间后loss=0.53，请问"), None);
+        assert_eq!(
+            cat("DeepSpeed提示Loss scale already at minimum然后就自己中断训练了").as_deref(),
+            Some("loss_scale_collapse")
+        );
     }
 
     #[test]

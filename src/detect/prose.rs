@@ -63,7 +63,7 @@ fn explained_after() -> &'static Regex {
 /// Someone met the error: first person with a verb of running into something, a program that
 /// crashed or failed with it, one that printed, threw or gave it, or a plea for help ("any
 /// ideas", "please help"; not "can you …", which maintainers ask as often as reporters). "happened" counts only as an event's verb ("happened
-/// again", "happened when …"), not as "whatever call happened to run next". (Explanations describe what
+/// again", "happened when …"), not as "whatever call happened to run next". ("Gave up" is no report: "the layer where NCCL gave up".) (Explanations describe what
 /// an error means or where it comes from: "a kernel faults with …", "it indicates …". The
 /// participle "reported" is left out: it is mostly an adjective there, "the reported location";
 /// so is "got" without a subject: "the context got corrupted".)
@@ -71,7 +71,7 @@ pub(super) fn report_cue() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,4}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|gives|gave|outputs|reports|occurs|occurred)\b|\bhappened(?:$|[.,;:!)]|\s+(?:when|while|after|during|again|on|at|in|with|for|today|yesterday|randomly|sometimes|twice))|\bany\s+(?:ideas?|help|suggestions?|advice|hints?)\b|\bplease\s+help\b|\bhelp\s+me\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)|\b(?:in|on) my\b|\bmy (?:\w+ ){0,2}(?:job|run|training|model|code|script|program|process|setup|node|machine|server|gpu|cluster|case)s?\b",
+        r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,4}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|outputs|reports|occurs|occurred)\b|\b(?:gives|gave)\b(?:\s*$|\s*[^\su]|\s+u(?:$|[^p]|p\w))|\bhappened(?:$|[.,;:!)]|\s+(?:when|while|after|during|again|on|at|in|with|for|today|yesterday|randomly|sometimes|twice))|\bany\s+(?:ideas?|help|suggestions?|advice|hints?)\b|\bplease\s+help\b|\bhelp\s+me\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)|\b(?:in|on) my\b|\bmy (?:\w+ ){0,2}(?:job|run|training|model|code|script|program|process|setup|node|machine|server|gpu|cluster|case)s?\b",
     )
 }
 
@@ -205,7 +205,7 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     if line.get(..first).is_some_and(log_shaped) {
         return false;
     }
-    if announces_a_fix(line) {
+    if announces_a_fix(line) || named_as_avoided(line, hits) || quantified_class(line, hits) {
         return true;
     }
     if hits.iter().all(|h| bare_exception_class(line, h)) || reference_description(line) {
@@ -423,6 +423,40 @@ fn bare_exception_class(line: &str, hit: &Range<usize>) -> bool {
     in_code && !opens_line && words(line) >= WORDS_BEFORE && !has_report_cue(&told)
 }
 
+/// Is every one of `hits` the object of a purpose clause that says what a change or a setting is
+/// for: "adds a `timeout` argument … to avoid Socket Timeouts when using …", "set
+/// PYTORCH_CUDA_ALLOC_CONF to prevent CUDA out of memory errors", "in order to handle NCCL
+/// timeouts"? (Up to two words may come between the verb and the name: "to avoid the CUDA …".) What a change avoids has not happened; a report cue anywhere on the line ("I
+/// lowered the batch size to avoid OOM but got …") keeps it a report.
+fn named_as_avoided(line: &str, hits: &[Range<usize>]) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let purpose = cached(
+        &R,
+        r"(?i)\bto\s+(?:avoid|prevent|fix|handle|catch|mitigate|work\s*around|guard\s+against|recover\s+from|tolerate|reduce)\s+(?:[\w.-]+\s+){0,2}[`'\x22*]*$",
+    );
+    hits.iter()
+        .all(|h| line.get(..h.start).is_some_and(|b| purpose.is_match(b)))
+        && !report_cue().is_match(line)
+}
+
+/// Is every one of `hits` a plural that a quantifier makes a class of errors: "Most NCCL errors
+/// aren't NCCL bugs", "Many CUDA errors are reported asynchronously", "all cuDNN errors …"? A
+/// statement about errors in general; a report cue on the line keeps it a report ("some NCCL
+/// errors occurred on rank 3").
+fn quantified_class(line: &str, hits: &[Range<usize>]) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let quantifier = cached(
+        &R,
+        r"(?i)(?:^|\W)(?:most|many|all|some|these|those|such|other|several|common|typical|various|certain)\s+(?:\w+\s+)?$",
+    );
+    hits.iter().all(|h| {
+        let after = line.get(h.end..).unwrap_or("");
+        after.starts_with('s')
+            && !after[1..].starts_with(|c: char| c.is_alphanumeric())
+            && line.get(..h.start).is_some_and(|b| quantifier.is_match(b))
+    }) && !report_cue().is_match(line)
+}
+
 /// A line of the CUDA reference's descriptions of its enum values, which all open "This
 /// indicates that …" (driver_types.h and cuda.h doc comments, and the bindings that copy them:
 /// "This indicates that an uncorrectable ECC error was detected during execution."), also inside
@@ -484,7 +518,7 @@ fn introduces_an_example(t: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let r = cached(
         &R,
-        r"(?i)\b(?:for example|for instance|e\.\s?g\.|such as|instead of|commonly\s+(?:appears?|shows? up|is (?:displayed|shown|printed)|manifests?)\s+(?:as|like)|par exemple|tel(?:le)?s? que|por ejemplo|por exemplo|tal(?:es)? como|zum beispiel|z\.\s?b\.|wie etwa|ad esempio|per esempio|bijvoorbeeld|zoals|na przykład|np\.|tak(?:i|ie|a|ich) jak|například|jako např\.|misalnya|contohnya|seperti|örneğin|gibi|ví dụ|chẳng hạn như|till exempel|t\.\s?ex\.|såsom|например|к примеру|так(?:ие|ой|ая|их) как|наприклад|так(?:і|ий|а) як)(?:\W|$)|例如|比如|譬如|例えば|たとえば|예를 들어|예를 들면",
+        r"(?i)\b(?:for example|for instance|e\.\s?g\.|such as|instead of|(?:looks?|looking) like one of|one of (?:these|the following)|commonly\s+(?:appears?|shows? up|is (?:displayed|shown|printed)|manifests?)\s+(?:as|like)|par exemple|tel(?:le)?s? que|por ejemplo|por exemplo|tal(?:es)? como|zum beispiel|z\.\s?b\.|wie etwa|ad esempio|per esempio|bijvoorbeeld|zoals|na przykład|np\.|tak(?:i|ie|a|ich) jak|například|jako např\.|misalnya|contohnya|seperti|örneğin|gibi|ví dụ|chẳng hạn như|till exempel|t\.\s?ex\.|såsom|например|к примеру|так(?:ие|ой|ая|их) как|наприклад|так(?:і|ий|а) як)(?:\W|$)|例如|比如|譬如|例えば|たとえば|예를 들어|예를 들면",
     );
     // The Romance languages' "like:" closing the intro: reporters end their own sentences so too
     // ("normalmente me sale un error como:", "geralmente recebo um erro como:"), with the first
@@ -509,9 +543,23 @@ fn introduces_an_example(t: &str) -> bool {
     );
     r.is_match(t)
         && generic.is_match(t)
-        && !report_cue().is_match(t)
+        && (!report_cue().is_match(t) || tells_the_reader(t))
         && !cjk_report_cue(t)
         && !first_person_elsewhere(t)
+}
+
+/// A sentence addressed to the reader, with no first person in it: "NCCL prints errors to your
+/// training log that look like one of these exact strings:" describes what a program does in
+/// general, so its verbs of printing and showing are no report.
+fn tells_the_reader(t: &str) -> bool {
+    static YOU: OnceLock<Regex> = OnceLock::new();
+    static ME: OnceLock<Regex> = OnceLock::new();
+    cached(&YOU, r"(?i)\byou(?:r|rs)?\b").is_match(t)
+        && !cached(
+            &ME,
+            r"(?i)\b(?:i|i'm|i've|me|my|mine|we|we're|we've|us|our|ours)\b",
+        )
+        .is_match(t)
 }
 
 /// A first-person word in one of the languages [`introduces_an_example`] reads ("Ik krijg …
@@ -923,6 +971,15 @@ mod tests {
             None
         ));
         assert!(ex("Вы можете увидеть разные ошибки, например:", None));
+        // A program described to the reader: its verb of printing reports nothing.
+        assert!(ex(
+            "NCCL prints errors to your training log that look like one of these exact strings:",
+            None
+        ));
+        assert!(!ex(
+            "My job prints errors to the log that look like one of these:",
+            None
+        ));
         assert!(ex("训练时可能会出现各种错误，例如：", None));
         // A sentence that goes on after the quoted error.
         assert!(ex(

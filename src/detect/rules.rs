@@ -1237,6 +1237,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "CUDA error: ",
             "cuda runtime error (",
+            // The checking macros of NVIDIA's inference libraries and their forks:
+            // TensorRT-LLM's "[TensorRT-LLM][ERROR] CUDA runtime error in cudaMemcpyAsync(…):
+            // invalid argument (…/cudaUtils.h:NN)", FasterTransformer's and TurboMind's "[FT][ERROR]
+            // CUDA runtime error: invalid argument /…/cuda_utils.h:NN" (`check_cuda_error`); the
+            // runtime's message after the call names the family.
+            "CUDA runtime error",
             "CUDA error ",
             "CUDA Error: ",
             // The driver API's `CUresult` names as XLA, cupy and TensorFlow print them.
@@ -2080,6 +2086,10 @@ pub const SUMMARY_LITERALS: &[&str] = &[
     // error_file: <N/A> traceback : …", detect::elastic::parse_all): only there does a value's
     // closing parenthesis come right before `error_file`.
     ") error_file: ",
+    // A failed process's record without its header: its last field, "traceback : To enable
+    // traceback see: https://pytorch.org/docs/stable/elastic/errors.html" (the engine checks the
+    // field's shape; detect::elastic::record_traceback_field).
+    "elastic/errors.html",
 ];
 
 /// Literals that a numeric blow-up line must contain (case-sensitive): a non-finite token in
@@ -2189,7 +2199,8 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     "loss_scale':",
     "loss_scale\":",
     "reducing to ",
-    "loss scale already at minimum",
+    // Also capitalised where a report quotes it ("DeepSpeed提示Loss scale already at minimum").
+    "oss scale already at minimum",
     "Minimum loss scale reached",
     "FloatingPointError: Minimum loss",
 ];

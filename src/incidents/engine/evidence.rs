@@ -95,11 +95,14 @@ pub(super) fn frame(
 /// which then heads the incident's message.
 pub(super) fn continuation(st: &mut StreamState, f: &Finding, cx: &mut Cx<'_>) {
     if st.open.is_none()
-        && (CHILD_FAILED.iter().any(|m| f.text.contains(m)) || elastic::flattened_record(&f.text))
+        && (CHILD_FAILED.iter().any(|m| f.text.contains(m))
+            || elastic::flattened_record(&f.text)
+            || elastic::record_traceback_field(&f.text))
     {
         // torchrun's summary with no failure of its own before it (the worker's error went to
         // a log this stream does not carry): the summary is the incident, headed by its root
-        // cause once the fields below arrive.
+        // cause once the fields below arrive. A record cut from its header opens it at its
+        // last field.
         headline(
             st,
             f,

@@ -422,12 +422,31 @@ fn defined_or_glossed(line: &str, hit: &Range<usize>) -> bool {
         || glossed_before().is_match(before)
         || explained_after().is_match(after)
         || (numbered_heading().is_match(before) && heading_end().is_match(after))
+        || compared(before, after)
+}
+
+/// An enum value in a comparison inside a statement, as code tests a call's result:
+/// `if(cudaMalloc(&p, size) == cudaErrorMemoryAllocation) {`, `while (err != cudaSuccess)`,
+/// `return status == CUDA_ERROR_OUT_OF_MEMORY;`. A failed check prints its comparison too (glog's
+/// "Check failed: cusolverDnCreate(&h) == CUSOLVER_STATUS_SUCCESS", an assertion's message), so
+/// only the statement's keyword or its closing `{` or `;` makes it code.
+fn compared(before: &str, after: &str) -> bool {
+    static STATEMENT: OnceLock<Regex> = OnceLock::new();
+    let b = before.trim_end();
+    let a = after.trim_start();
+    let comparison =
+        b.ends_with("==") || b.ends_with("!=") || a.starts_with("==") || a.starts_with("!=");
+    comparison
+        && (cached(&STATEMENT, r"(?:^|[^\w])(?:if|while|return)\s*\(?").is_match(b)
+            || a.trim_end().ends_with(['{', ';']))
 }
 
 /// What opens an enum's name that is a document's heading, alone on its line: a numbered
 /// list's "1. ", "2) ", a Markdown heading's "### " (an article's "常见CUDA错误类型" / "1.
 /// CUDA_ERROR_OUT_OF_MEMORY" / "这是最常见的情况 …"), with emphasis or a code span around it. A
-/// bullet is left out: a report lists the errors it got as bullets.
+/// bullet is left out: a report lists the errors it got as bullets; so is a name with nothing
+/// before it, which a report's title may be ("ncclRemoteError" / "Who can help me?") as well as
+/// a reference's entry.
 fn numbered_heading() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(&R, r"^\s*(?:#{1,6}|\d{1,3}[.)、]|[IVX]{1,4}\.)\s*[*_`]*$")

@@ -19,6 +19,7 @@
 use crate::detect::rules::HEADLINE_RULES;
 use crate::model::{Blame, Kind};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use regex::Regex;
 use std::sync::OnceLock;
 
 const TSV: &str = include_str!("cuda_errors.tsv");
@@ -211,9 +212,14 @@ pub enum Refined {
     LibraryStatus(String),
 }
 
-/// The most specific CUDA error `line` names: the longest catalog name or message on it, else
-/// a math library's status name.
+/// The most specific CUDA error `line` names: a math library's status by number or sentence,
+/// else the longest catalog name or message on it, else a math library's status name.
 pub fn refine(line: &str) -> Option<Refined> {
+    // A math library's status printed by number or in its own sentence is more precise than a
+    // runtime message the sentence may contain ("… is not supported").
+    if let Some(status) = status_code(line).or_else(|| cublas_status_text(line)) {
+        return Some(Refined::LibraryStatus(status));
+    }
     let c = catalog();
     let best = c
         .needles
@@ -227,7 +233,6 @@ pub fn refine(line: &str) -> Option<Refined> {
         return Some(Refined::Error(&c.errors[c.owner[m.pattern().as_usize()]]));
     }
     library_status(line)
-        .or_else(|| status_code(line))
         .map(Refined::LibraryStatus)
         .or_else(|| numbered_error(line).map(Refined::Error))
         .or_else(|| cut_message(line).map(Refined::Error))
@@ -420,15 +425,58 @@ const CURAND_STATUS: StatusTable = &[
 /// - PaddlePaddle's `PADDLE_ENFORCE_GPU_SUCCESS`: "CUBLAS error(13).", "CUFFT error(5).",
 ///   "CUSOLVER error(7).", "CUSparse error(3).", "CURAND error(102)." (paddle/phi/core/
 ///   enforce.h, `build_nvidia_error_msg`; the status's name follows on a `[Hint: …]` line only
-///   where Paddle's error table is installed). Its "CUDNN error(N), <name>." names the status.
+///   where Paddle's error table is installed). Its "CUDNN error(N), <name>." names the status;
+/// - llama.cpp's `CUBLAS_CHECK`: "cuBLAS error 15 at ggml-cuda.cu:7956: the requested
+///   functionality is not supported" (ggml-cuda, the value and then `cublasGetStatusString`).
 const STATUS_BY_CODE: &[(&str, &str, &str)] = &[
     ("kernel execution error. (", "error: ", "cublas_"),
+    ("cuBLAS error ", "", "cublas_"),
     ("CUBLAS error(", "", "cublas_"),
     ("CUFFT error(", "", "cufft_"),
     ("CUSOLVER error(", "", "cusolver_"),
     ("CUSparse error(", "", "cusparse_"),
     ("CURAND error(", "", "curand_"),
 ];
+
+/// cuBLAS's own sentences for its statuses, as `cublasGetStatusString` returns them and as
+/// wrappers print them after "CUBLAS error" (the descriptions of `cublasStatus_t` in the cuBLAS
+/// documentation; Theano's "RuntimeError: CUBLAS error 'an access to GPU memory space failed'
+/// while copying …", llama.cpp's "cuBLAS error 15 at …: the requested functionality is not
+/// supported"). Read only on a line that names cuBLAS.
+const CUBLAS_STATUS_TEXT: &[(&str, &str)] = &[
+    ("the library was not initialized", "not_initialized"),
+    ("the resource allocation failed", "alloc_failed"),
+    (
+        "an invalid numeric value was used as an argument",
+        "invalid_value",
+    ),
+    (
+        "an absent device architectural feature is required",
+        "arch_mismatch",
+    ),
+    ("an access to GPU memory space failed", "mapping_error"),
+    ("the GPU program failed to execute", "execution_failed"),
+    ("an internal operation failed", "internal_error"),
+    (
+        "the requested functionality is not supported",
+        "not_supported",
+    ),
+    (
+        "error detected trying to check the license",
+        "license_error",
+    ),
+];
+
+/// The cuBLAS status whose sentence ([`CUBLAS_STATUS_TEXT`]) a line naming cuBLAS prints.
+fn cublas_status_text(line: &str) -> Option<String> {
+    if !line.contains("CUBLAS") && !line.contains("cuBLAS") && !line.contains("cublas") {
+        return None;
+    }
+    CUBLAS_STATUS_TEXT
+        .iter()
+        .find(|(text, _)| line.contains(text))
+        .map(|(_, status)| format!("cublas_{status}"))
+}
 
 /// The family of a math library status that `line` prints as a number (`STATUS_BY_CODE`).
 fn status_code(line: &str) -> Option<String> {
@@ -548,8 +596,42 @@ const NUMBERED_ERRORS: [NumberedError; 10] = [
     },
 ];
 
+/// Wrappers that name the failing call between their words and the number, read by pattern:
+/// - the OpenACC runtime of the PGI and NVIDIA HPC compilers: "call to cuStreamSynchronize
+///   returned error 700: Illegal address during kernel execution", "call to cuMemAllocHost
+///   returned error 205: Map failed" (its own wording of the driver API's `CUresult`);
+/// - TensorRT 5 to 7: "runtime.cpp (16) - Cuda Error in allocate: 2" (a `cudaError_t`; 2 is
+///   `cudaErrorMemoryAllocation`), before "terminate called after throwing an instance of
+///   'nvinfer1::CudaError'".
+fn numbered_by_call(line: &str) -> Option<&'static CudaError> {
+    static DRIVER: OnceLock<Regex> = OnceLock::new();
+    static RUNTIME: OnceLock<Regex> = OnceLock::new();
+    let (code, driver) = if line.contains(" returned error ") {
+        let c = DRIVER
+            .get_or_init(|| {
+                Regex::new(r"\bcall to cu[A-Z]\w* returned error (\d{1,4})\b")
+                    .expect("static regex")
+            })
+            .captures(line)?;
+        (c[1].parse::<u32>().ok()?, true)
+    } else {
+        let c = RUNTIME
+            .get_or_init(|| Regex::new(r"\bCuda Error in \w+: (\d{1,4})\b").expect("static regex"))
+            .captures(line)?;
+        (c[1].parse::<u32>().ok()?, false)
+    };
+    errors()
+        .iter()
+        .find(|e| e.code == code && (!driver || e.driver_name.is_some()))
+}
+
 /// The catalog row of the first error number a wrapper in [`NUMBERED_ERRORS`] prints on `line`.
 fn numbered_error(line: &str) -> Option<&'static CudaError> {
+    if line.contains(" returned error ") || line.contains("Cuda Error in ") {
+        if let Some(e) = numbered_by_call(line) {
+            return Some(e);
+        }
+    }
     NUMBERED_ERRORS.iter().find_map(|w| {
         let rest = &line[line.find(w.head)? + w.head.len()..];
         let digits = match w.end {

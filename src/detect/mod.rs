@@ -1439,6 +1439,19 @@ mod tests {
             ("[FT][ERROR] CUDA runtime error: invalid argument /workspace/src/fastertransformer/utils/cuda_utils.h:112", Kind::CudaError, "invalid_value"),
             // A phrasal "gave up" reports nothing, but a program that gave the error does.
             ("NCCL gave NCCL error: unhandled system error after the second step", Kind::NcclError, "nccl_unhandled_system_error"),
+            // Wrappers that name the call between their words and the number.
+            ("call to cuStreamSynchronize returned error 700: Illegal address during kernel execution", Kind::CudaError, "illegal_memory_access"),
+            ("     call to cuMemAllocHost returned error 205: Map failed", Kind::CudaError, "map_failed"),
+            ("runtime.cpp (16) - Cuda Error in allocate: 2", Kind::Oom, "cuda_oom"),
+            ("[TRT] [E] 1: [defaultAllocator.cpp::deallocate::42] Error Code 1: Cuda Runtime (invalid argument)", Kind::CudaError, "invalid_value"),
+            (" what():  Error while calling cudaMemcpy(dest.device_write_only(),src.device()+src_offset,num*sizeof(float),cudaMemcpyDeviceToDevice) in file dlib/dnn/gpu_data.cpp: 62. code 11,reason :invalid argument", Kind::CudaError, "invalid_value"),
+            // cuBLAS's status by number or in its own sentence.
+            ("cuBLAS error 15 at ggml-cuda.cu:7956: the requested functionality is not supported", Kind::CudaError, "cublas_not_supported"),
+            ("RuntimeError: CUBLAS error 'an access to GPU memory space failed' while copying 2211840000 data element to device memory.", Kind::CudaError, "cublas_mapping_error"),
+            // An adverb between the person and the verb.
+            ("I am unexpectedly getting `cuda failed with error out of memory` after sometime of running", Kind::Oom, "cuda_oom"),
+            // A failed check prints its comparison; a statement is code.
+            ("F tensorflow/stream_executor/cuda/cuda_dnn.cc:211] Check failed: status == CUDNN_STATUS_SUCCESS (7 vs. 0)Failed to set cuDNN stream.", Kind::CudaError, "cudnn_mapping_error"),
         ] {
             assert!(d.gate_matches(line.as_bytes()), "{line}");
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
@@ -1449,6 +1462,10 @@ mod tests {
             "Most NCCL errors aren't NCCL bugs. The message you see usually names the layer where NCCL gave up, not the layer that failed.",
             "1. CUDA_ERROR_OUT_OF_MEMORY",
             "### `cudaErrorIllegalAddress`:",
+            "    if(cudaMalloc(&p, size) == cudaErrorMemoryAllocation) {",
+            // Other programs' "returned error N", and a TensorRT error that is not CUDA's.
+            "make returned error 2 while building",
+            "[TRT] [E] 2: [engine.cpp::deserialize::1029] Error Code 2: Internal Error (Assertion failed)",
         ] {
             assert_eq!(headline(&d, line), None, "{line}");
         }

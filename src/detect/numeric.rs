@@ -151,7 +151,7 @@ fn patterns() -> &'static Patterns {
         table_row: Regex::new(&format!(r"(?i)(?:^|[\s:\]])\|\s*{KEY}\s*\|\s*(?-i:{TOKEN})\s*\|?\s*$"))
             .expect("static regex"),
         level_tag: Regex::new(
-            r#"(?:^|[\s"'`\x{201c}(\[|:])(?:WARNING|WARN|ERROR|FATAL|CRITICAL)(?:\]:?|:)\s|(?:^\s*|["'`\x{201c}])(?:Warning|Error):\s"#,
+            r#"(?:^|[\s"'`\x{201c}(\[|:])(?:WARNING|WARN|ERROR|FATAL|CRITICAL)(?:\]:?|:)\s|(?:^\s*|["'`\x{201c}])(?:Warning|Error):\s|\b[A-Z][A-Za-z]*(?:Error|Exception):\s"#,
         )
         .expect("static regex"),
         adjectival: Regex::new(
@@ -204,6 +204,9 @@ const PARAM_HINT: &str = "A parameter became NaN/inf after an optimizer step: th
 const VALUE_HINT: &str = "JAX's NaN/inf checking stopped at the first operation that produced a \
     non-finite value (named in the message): look for log(0), sqrt of a negative number or a \
     division by zero there, and for a NaN in the untaken branch of a jnp.where.";
+const OUTPUT_HINT: &str = "The model produced NaN/inf outputs (logits, probabilities or an \
+    image): in half precision this is usually an overflow; run the model in float32 or bf16 (or \
+    upcast the attention), and check the weights and inputs for NaN.";
 const SCALE_HINT: &str = "The mixed-precision loss scale collapsed, so every step overflows: the \
     model produces non-finite gradients; check for NaN inputs, lower the learning rate, or try bf16.";
 
@@ -250,6 +253,21 @@ const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
         "Detected nan and/or inf values in",
         "non_finite_parameters",
         PARAM_HINT,
+    ),
+    // Stable Diffusion web UI's check of a model's output (modules/devices.py,
+    // `test_for_nans`): "NansException: A tensor with all NaNs was produced in Unet." (later
+    // "A tensor with NaNs was produced in VAE."), raised when a half-precision model produces
+    // NaN; and torch.multinomial's host-side check of the probabilities it samples from,
+    // "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0"
+    // (aten/src/ATen/native/Distributions.cpp), which generation reaches when the model's
+    // logits are non-finite. The CUDA kernel's own assertion of the same words is a device
+    // assert (`multinomial_invalid_probability`).
+    (" NaNs was produced in", "nan_output", OUTPUT_HINT),
+    (" NaN's was produced in", "nan_output", OUTPUT_HINT),
+    (
+        "Error: probability tensor contains either",
+        "nan_output",
+        OUTPUT_HINT,
     ),
     // JAX with jax_debug_nans / jax_debug_infs: "FloatingPointError: invalid value (nan)
     // encountered in dot_general" (jax/_src/dispatch.py). NumPy's own RuntimeWarning ("invalid
@@ -428,6 +446,12 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
                 headline("non_finite_loss", LOSS_HINT)
             });
         }
+        // A check of the gradients ("Gradient for bert/embeddings/LayerNorm/gamma:0 is NaN :
+        // Tensor had NaN values", `tf.debugging.check_numerics` over each gradient in BERT's and
+        // ALBERT's optimisers): the check's own message names what it checked.
+        if line.contains("radient") {
+            return Some(headline("nan_grad_norm", GRAD_HINT));
+        }
         return None;
     }
     if let Some(Some(e)) = runtime_message(line, LATE_RUNTIME_CHECKS) {
@@ -521,6 +545,13 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
         .and_then(|r| p.message_prose.find_at(line, r.start))
         .map(|m| m.end());
     let metric_runs = std::cell::OnceCell::new();
+    // A value right after someone says they met it ("I am getting Loss nan, top1 98.00", "we got
+    // grad_norm nan"): a report in the writer's words, unless a conditional, a negation or a
+    // verb of avoiding comes first ("if you get loss nan", "I never got loss nan").
+    let reported_in_prose = |m: regex::Match| {
+        let before = &line[..m.start()];
+        super::prose::report_cue().is_match(before) && !p.message_prose.is_match(before)
+    };
     let sentence = |c: &regex::Captures| {
         c.get(0).is_some_and(|m| match &message {
             Some(r) if r.start <= m.start() && m.end() <= r.end => {
@@ -528,6 +559,7 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             }
             _ => {
                 !reported_code(m)
+                    && !reported_in_prose(m)
                     && !metric_runs
                         .get_or_init(|| metric_runs_of(line))
                         .iter()
@@ -696,6 +728,42 @@ mod tests {
     }
 
     #[test]
+    fn round_twenty_outputs_exception_messages_and_reports_in_prose() {
+        for line in [
+            "NansException: A tensor with all NaNs was produced in Unet. This could be either because there's not enough precision",
+            "modules.devices.NansException: A tensor with NaNs was produced in VAE.",
+            "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+        ] {
+            assert_eq!(cat(line).as_deref(), Some("nan_output"), "{line}");
+        }
+        // An exception's message is the program's words.
+        assert_eq!(
+            cat("When using custom data for training: ValueError: loss is nan while training, is there any adjustment needed?").as_deref(),
+            Some("non_finite_loss")
+        );
+        // A value someone says they met, unless the sentence is hypothetical or negated.
+        assert_eq!(
+            cat("However I am getting Loss nan, top1 98.00 for a train and val both").as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(
+            cat("If you are getting loss nan, lower the learning rate"),
+            None
+        );
+        assert_eq!(cat("I never got loss nan with bf16"), None);
+        // Caffe's spaced glog value, and a check of the gradients.
+        assert_eq!(
+            cat("I0712 12:18:40.334496  3123 solver.cpp:228] Iteration 100, loss = -nan")
+                .as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(
+            cat("InvalidArgumentError: Gradient for bert/embeddings/LayerNorm/gamma:0 is NaN : Tensor had NaN values").as_deref(),
+            Some("nan_grad_norm")
+        );
+    }
+
+    #[test]
     fn round_nineteen_loss_functions_and_lightning() {
         // A loss logged under its function's name (GluonCV's detection scripts).
         assert_eq!(
@@ -759,8 +827,11 @@ mod tests {
             cat("when training I see loss=nan acc=0.51 on every step").as_deref(),
             Some("non_finite_loss")
         );
-        // One pair in a sentence is still prose about a value.
-        assert_eq!(cat("I got loss=nan after 100 steps"), None);
+        // One pair in a sentence is prose about a value, unless someone says they met it.
+        assert_eq!(
+            cat("I got loss=nan after 100 steps").as_deref(),
+            Some("non_finite_loss")
+        );
         assert_eq!(cat("If you see loss=nan, lower the learning rate."), None);
     }
 
@@ -1147,13 +1218,18 @@ mod tests {
             "loss: 0.51 info: saving",
             "grad_norm: 0.93 (inf-norm 1.2)",
             "the loss function handles nan inputs",
-            "I get grad_norm: nan after a few hundred steps with fp16",
             "With mixed precision the grad norm is nan for the first steps, which is expected.",
-            "we always see loss = nan (0.0) in the first epoch",
             "grad_norm nan is caused by the fp16 overflow in the first steps",
             "loss inf means the learning rate is too high",
         ] {
             assert_eq!(cat(line), None, "{line}");
+        }
+        // Someone saying they met the value reports it (round twenty).
+        for line in [
+            "I get grad_norm: nan after a few hundred steps with fp16",
+            "we always see loss = nan (0.0) in the first epoch",
+        ] {
+            assert!(cat(line).is_some(), "{line}");
         }
     }
 

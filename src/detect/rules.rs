@@ -851,6 +851,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "CUSOLVER error(",
             "CUSparse error(",
             "CURAND error(",
+            // Wrappers that print cuBLAS's status as a number or as `cublasGetStatusString`'s
+            // sentence: llama.cpp's "cuBLAS error 15 at ggml-cuda.cu:7956: the requested
+            // functionality is not supported", Theano's "CUBLAS error 'an access to GPU memory
+            // space failed' while copying …" (the catalog reads either).
+            "cuBLAS error ",
+            "CUBLAS error ",
             // PyTorch's cuDNN v8/v9 frontend path: "cuDNN Frontend error: [cudnn_frontend]
             // Error: No execution plans support the graph." (aten/src/ATen/native/cudnn).
             "cuDNN Frontend error",
@@ -1361,6 +1367,16 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // context: Invalid error code (700)" (platforms/cuda/src/CudaContext.cpp).
             "Cuda driver error ",
             "Invalid error code (",
+            // The OpenACC runtime of the PGI and NVIDIA HPC compilers: "call to
+            // cuStreamSynchronize returned error 700: Illegal address during kernel execution"
+            // (the driver API's value; counted only where a `cuX` call precedes it), and TensorRT
+            // 5 to 7's "runtime.cpp (16) - Cuda Error in allocate: 2" (a `cudaError_t`).
+            " returned error ",
+            "Cuda Error in ",
+            // dlib's CUDA, cuDNN and cuBLAS checks: "Error while calling cudaMemcpy(…) in file
+            // dlib/dnn/gpu_data.cpp:62. code: 11, reason: invalid argument" (dlib/cuda/
+            // cuda_utils.h, `CHECK_CUDA`; older releases print "code 11,reason :…").
+            "Error while calling cu",
         ],
         kind: Kind::CudaError,
         category: "unknown",
@@ -1368,6 +1384,22 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: GENERIC_CUDA_HINT,
         priority: GENERIC,
         requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // TensorRT 8 and later log a failed CUDA call with the runtime's or the driver's message
+        // in parentheses: "[TRT] [E] 1: [defaultAllocator.cpp::deallocate::42] Error Code 1: Cuda
+        // Runtime (invalid argument)", "… Error Code 1: Cuda Driver (an illegal memory access was
+        // encountered)" (`nvinfer1::ILogger`, the `ErrorCode` value before the library's name);
+        // `cuda_catalog` names the family from the message.
+        name: "tensorrt_cuda_error",
+        literals: &["Error Code "],
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: GENERIC_CUDA_HINT,
+        priority: GENERIC,
+        requires_any: &[": Cuda Runtime (", ": Cuda Driver ("],
         refines: &[],
     },
     HeadlineRule {
@@ -2190,6 +2222,12 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     "oss is not finite",
     "Tensor had NaN values",
     "Tensor had Inf values",
+    // A model's non-finite output (numeric.rs's `nan_output` checks).
+    " NaNs was produced in",
+    " NaN's was produced in",
+    "Error: probability tensor contains either",
+    // A glog value after a spaced `=` (Caffe's solver: "Iteration 100, loss = -nan").
+    "= -nan",
     "found NaN in local",
     "found Inf in local",
     // Megatron-LM's result validation: "Unexpected result nan (message='…')" (numeric.rs).

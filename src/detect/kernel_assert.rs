@@ -119,9 +119,7 @@ pub fn parse_all(line: &str) -> Vec<Evidence> {
             let t = cut_failed(segment.trim_end());
             let quoted = t.trim_start().starts_with('`') && t.ends_with('`') && t.len() > 2;
             let prefix = &line[prefix_start..start];
-            if quoted
-                && ((enforce_shape(prefix) && enforce_label(prefix))
-                    || patterns().block_thread.is_match(prefix))
+            if quoted && ((enforce_shape(prefix) && enforce_label(prefix)) || device_shape(prefix))
             {
                 if let Some(assertion) = clean_expression(t) {
                     out.extend(evidence(prefix, assertion, ""));
@@ -378,6 +376,22 @@ fn printf_form(segment: &str) -> Option<(&str, usize)> {
     let expr = &body[..close + 2];
     let used = lead + "failed:".len() + lead2 + expr.len();
     Some((expr, used))
+}
+
+/// Does `prefix` end in the device's `block: [x,y,z], thread: [x,y,z]` (the text right before
+/// "Assertion")? Only its tail is read: a line of many cut assertions keeps a growing prefix, and
+/// reading all of it for each would be quadratic.
+fn device_shape(prefix: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let mut from = prefix.len().saturating_sub(160);
+    while !prefix.is_char_boundary(from) {
+        from += 1;
+    }
+    cached(
+        &R,
+        r"block:\s*\\?\[\d+,\s*\d+,\s*\d+\\?\],\s*thread:\s*\\?\[\d+,\s*\d+,\s*\d+\\?\]\s*$",
+    )
+    .is_match(&prefix[from..])
 }
 
 /// `text` without a first piece of the word "failed" that ends it after a space (`… `expr` fai`,

@@ -548,9 +548,16 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     // A value right after someone says they met it ("I am getting Loss nan, top1 98.00", "we got
     // grad_norm nan"): a report in the writer's words, unless a conditional, a negation or a
     // verb of avoiding comes first ("if you get loss nan", "I never got loss nan").
+    // Both searches run once per line (where the first cue and the first such word end).
+    let cue_end = std::cell::OnceCell::new();
+    let hypothetical_end = std::cell::OnceCell::new();
     let reported_in_prose = |m: regex::Match| {
-        let before = &line[..m.start()];
-        super::prose::report_cue().is_match(before) && !p.message_prose.is_match(before)
+        let cue: &Option<usize> =
+            cue_end.get_or_init(|| super::prose::report_cue().find(line).map(|c| c.end()));
+        cue.is_some_and(|e| e <= m.start())
+            && !hypothetical_end
+                .get_or_init(|| p.message_prose.find(line).map(|c| c.end()))
+                .is_some_and(|e| e <= m.start())
     };
     let sentence = |c: &regex::Captures| {
         c.get(0).is_some_and(|m| match &message {

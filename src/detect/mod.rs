@@ -463,7 +463,17 @@ impl DetectorSet {
         if !headlines.is_empty() {
             headlines.extend(refined);
         }
-        let best = headlines
+        // One entry per row, each at its last place (which keeps the pick below): a line of
+        // thousands of hits of a few rows must not search the line once per hit.
+        let mut seen = [false; HEADLINE_RULES.len()];
+        let mut rows: Vec<usize> = headlines
+            .iter()
+            .rev()
+            .filter(|&&i| !std::mem::replace(&mut seen[i], true))
+            .copied()
+            .collect();
+        rows.reverse();
+        let best = rows
             .iter()
             .map(|&i| &HEADLINE_RULES[i])
             .filter(|r| {
@@ -875,6 +885,17 @@ mod tests {
         ] {
             assert_eq!(d.inspect(line), None, "{line}");
         }
+    }
+
+    #[test]
+    fn a_flood_of_headline_hits_stays_linear() {
+        let d = DetectorSet::builtin();
+        // 20,000 hits of one row on one line: each row is weighed once, not once per hit.
+        let line = "got cudaErrorAssert here, ".repeat(20_000);
+        let t = std::time::Instant::now();
+        assert!(d.inspect(&line).is_some());
+        // Generous bound for a debug build on a shared machine; quadratic work took minutes.
+        assert!(t.elapsed().as_secs() < 20, "{:?}", t.elapsed());
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! `CUSPARSE_STATUS_…`, `CURAND_STATUS_…`, cuFFT's `CUFFT_…`) are refined the same way, by a rule
 //! rather than a list: the library and the status, lower-cased (`cusolver_execution_failed`).
 
+use super::prose::cached;
 use crate::detect::rules::HEADLINE_RULES;
 use crate::model::{Blame, Kind};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
@@ -606,20 +607,22 @@ const NUMBERED_ERRORS: [NumberedError; 10] = [
 fn numbered_by_call(line: &str) -> Option<&'static CudaError> {
     static DRIVER: OnceLock<Regex> = OnceLock::new();
     static RUNTIME: OnceLock<Regex> = OnceLock::new();
-    let (code, driver) = if line.contains(" returned error ") {
-        let c = DRIVER
-            .get_or_init(|| {
-                Regex::new(r"\bcall to cu[A-Z]\w* returned error (\d{1,4})\b")
-                    .expect("static regex")
-            })
-            .captures(line)?;
-        (c[1].parse::<u32>().ok()?, true)
+    let (re, driver) = if line.contains(" returned error ") {
+        (
+            cached(&DRIVER, r"\bcall to cu[A-Z]\w* returned error (\d{1,4})\b"),
+            true,
+        )
+    } else if line.contains("Cuda Error in ") {
+        (cached(&RUNTIME, r"\bCuda Error in \w+: (\d{1,4})\b"), false)
     } else {
-        let c = RUNTIME
-            .get_or_init(|| Regex::new(r"\bCuda Error in \w+: (\d{1,4})\b").expect("static regex"))
-            .captures(line)?;
-        (c[1].parse::<u32>().ok()?, false)
+        return None;
     };
+    by_value(re.captures(line)?[1].parse().ok()?, driver)
+}
+
+/// The catalog row of an error's value: a `CUresult` (`driver`, only rows with a driver API twin
+/// share the value) or a `cudaError_t`.
+fn by_value(code: u32, driver: bool) -> Option<&'static CudaError> {
     errors()
         .iter()
         .find(|e| e.code == code && (!driver || e.driver_name.is_some()))
@@ -627,10 +630,8 @@ fn numbered_by_call(line: &str) -> Option<&'static CudaError> {
 
 /// The catalog row of the first error number a wrapper in [`NUMBERED_ERRORS`] prints on `line`.
 fn numbered_error(line: &str) -> Option<&'static CudaError> {
-    if line.contains(" returned error ") || line.contains("Cuda Error in ") {
-        if let Some(e) = numbered_by_call(line) {
-            return Some(e);
-        }
+    if let Some(e) = numbered_by_call(line) {
+        return Some(e);
     }
     NUMBERED_ERRORS.iter().find_map(|w| {
         let rest = &line[line.find(w.head)? + w.head.len()..];
@@ -649,10 +650,7 @@ fn numbered_error(line: &str) -> Option<&'static CudaError> {
                 &rest[..n]
             }
         };
-        let code = u32::from_str_radix(digits, w.radix).ok()?;
-        errors()
-            .iter()
-            .find(|e| e.code == code && (!w.driver || e.driver_name.is_some()))
+        by_value(u32::from_str_radix(digits, w.radix).ok()?, w.driver)
     })
 }
 

@@ -526,11 +526,15 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     }
     // Each of the line-wide checks runs once, not once per candidate value: a line of
     // thousands of `loss: nan` pairs stays linear.
-    let cue = std::cell::OnceCell::new();
+    // Where the line's first report cue ends, found once for both checks that read it.
+    let cue_end = std::cell::OnceCell::new();
+    let first_cue_end = || -> Option<usize> {
+        *cue_end.get_or_init(|| super::prose::report_cue().find(line).map(|c| c.end()))
+    };
     let reported_code = |m: regex::Match| {
         line[..m.start()].ends_with('`')
             && (m.as_str().ends_with('`') || line[m.end()..].starts_with('`'))
-            && *cue.get_or_init(|| super::prose::report_cue().is_match(line))
+            && first_cue_end().is_some()
     };
     // Where the first conditional or descriptive word ends: prose comes before a value when one
     // ends at or before it.
@@ -549,12 +553,9 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     // grad_norm nan"): a report in the writer's words, unless a conditional, a negation or a
     // verb of avoiding comes first ("if you get loss nan", "I never got loss nan").
     // Both searches run once per line (where the first cue and the first such word end).
-    let cue_end = std::cell::OnceCell::new();
     let hypothetical_end = std::cell::OnceCell::new();
     let reported_in_prose = |m: regex::Match| {
-        let cue: &Option<usize> =
-            cue_end.get_or_init(|| super::prose::report_cue().find(line).map(|c| c.end()));
-        cue.is_some_and(|e| e <= m.start())
+        first_cue_end().is_some_and(|e| e <= m.start())
             && !hypothetical_end
                 .get_or_init(|| p.message_prose.find(line).map(|c| c.end()))
                 .is_some_and(|e| e <= m.start())

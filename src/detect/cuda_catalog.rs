@@ -443,10 +443,12 @@ const STATUS_BY_CODE: &[(&str, &str, &str)] = &[
 /// wrappers print them after "CUBLAS error" (the descriptions of `cublasStatus_t` in the cuBLAS
 /// documentation; Theano's "RuntimeError: CUBLAS error 'an access to GPU memory space failed'
 /// while copying …", llama.cpp's "cuBLAS error 15 at …: the requested functionality is not
-/// supported"). Read only on a line that names cuBLAS.
+/// supported"). Lua Torch's `THCublasCheck` (THCGeneral.c) prints the first seven the same way
+/// after "cublas runtime error : ", with "resource allocation failed" lacking the article, so the
+/// row leaves it out. Read only on a line that names cuBLAS.
 const CUBLAS_STATUS_TEXT: &[(&str, &str)] = &[
     ("the library was not initialized", "not_initialized"),
-    ("the resource allocation failed", "alloc_failed"),
+    ("resource allocation failed", "alloc_failed"),
     (
         "an invalid numeric value was used as an argument",
         "invalid_value",

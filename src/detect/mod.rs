@@ -1529,6 +1529,8 @@ mod tests {
             ("Cuda driver error 804 in call at file '/lammps/lib/gpu/geryon/nvd_device.h' in line 333.", Kind::CudaError, "compat_not_supported"),
             ("  what():  Error synchronizing CUDA context: Invalid error code (700) at /openmm/platforms/cuda/src/CudaParallelKernels.cpp:104", Kind::CudaError, "illegal_memory_access"),
             ("RuntimeError: cuda runtime error (701) : unrecognized error code at src/riroi_align_kernel.cu:389", Kind::CudaError, "launch_out_of_resources"),
+            ("RuntimeError: cublas runtime error : the GPU program failed to execute at /pytorch/aten/src/THC/THCBlas.cu:249", Kind::CudaError, "cublas_execution_failed"),
+            ("RuntimeError: cublas runtime error : resource allocation failed at /pytorch/aten/src/THC/THCGeneral.cpp:250", Kind::Oom, "cublas_alloc_failed"),
             ("Out of memory in cuStreamCreate(&cuda_stream_, CU_STREAM_NON_BLOCKING) (C:\\blender\\intern\\cycles\\device\\cuda\\queue.cpp:21)", Kind::Oom, "cuda_oom"),
             ("Program received signal CUDA_EXCEPTION_9, Warp Hardware Stack Overflow.", Kind::CudaError, "hardware_stack_error"),
             // A math library's failed allocation is the GPU's memory.

@@ -857,6 +857,11 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // space failed' while copying …" (the catalog reads either).
             "cuBLAS error ",
             "CUBLAS error ",
+            // Lua Torch and PyTorch before 1.1 (THC's `THCublasCheck` / `THCusparseCheck`,
+            // lib/THC/THCGeneral.c): "RuntimeError: cublas runtime error : the GPU program
+            // failed to execute at /pytorch/aten/src/THC/THCBlas.cu:249".
+            "cublas runtime error",
+            "cusparse runtime error",
             // PyTorch's cuDNN v8/v9 frontend path: "cuDNN Frontend error: [cudnn_frontend]
             // Error: No execution plans support the graph." (aten/src/ATen/native/cudnn).
             "cuDNN Frontend error",

@@ -150,8 +150,55 @@ fn hint(family: &str) -> Option<&'static str> {
         .map(|r| r.hint)
 }
 
-/// Evidence for an NCCL WARN line whose message is a catalogued failure, with its family's hint.
+/// The asynchronous events of an InfiniBand device that are errors, as libibverbs names them
+/// (`ibv_event_type_str`, rdma-core's libibverbs/verbs.c): a port that went down, a
+/// catastrophic device, queue or shared-receive-queue error, an access violation.
+/// NCCL's async thread logs every event it gets and goes on ("NET/IB : Got async event : port
+/// error", `ncclIbAsyncThreadMain` in src/transport/net_ib.cc), so the catalog's site is `none`;
+/// these are the fabric failing under the job, and collectives stall or abort soon after. The
+/// other events (`port active`, `LID change`, `GID table change`, `client reregistration`, …)
+/// stay quiet, and so does NCCL 2.28's "Got non-fatal async event", which NCCL says it survives.
+const IB_ERROR_EVENTS: [&str; 9] = [
+    "local catastrophic error",
+    "port error",
+    "CQ error",
+    "local work queue catastrophic error",
+    "invalid request local work queue error",
+    "local access violation work queue error",
+    "path migration request error",
+    "SRQ catastrophic error",
+    "WQ fatal",
+];
+/// The family of an error event on NCCL's InfiniBand devices.
+const IB_ASYNC_FAMILY: &str = "nccl_ib_async_error";
+const IB_ASYNC_HINT: &str = "An InfiniBand device under NCCL reported an error event (a port that \
+     went down, a catastrophic HCA or queue error): check the link and the HCA (ibstat, the \
+     switch port's error counters, mlx5 lines in the kernel log); a flapping port makes \
+     collectives time out or abort.";
+
+/// Evidence for an NCCL WARN line that reports an error event of an InfiniBand device
+/// ([`IB_ERROR_EVENTS`]).
+fn ib_async_error(line: &str) -> Option<Evidence> {
+    let m = message(line)?;
+    let event = &m[m.find("Got async event")? + "Got async event".len()..];
+    IB_ERROR_EVENTS
+        .iter()
+        .any(|e| event.contains(e))
+        .then(|| Evidence::Headline {
+            kind: Kind::NcclError,
+            category: IB_ASYNC_FAMILY.into(),
+            blame: Blame::Hardware,
+            hint: IB_ASYNC_HINT.into(),
+            rule: RULE.into(),
+        })
+}
+
+/// Evidence for an NCCL WARN line whose message is a catalogued failure, with its family's hint,
+/// or an error event of an InfiniBand device.
 pub fn parse(line: &str) -> Option<Evidence> {
+    if let Some(e) = ib_async_error(line) {
+        return Some(e);
+    }
     let family = family(line)?;
     Some(Evidence::Headline {
         kind: Kind::NcclError,
@@ -186,6 +233,36 @@ mod tests {
         for s in sites() {
             assert!(families.contains(&s.family), "{}", s.family);
             assert!(s.family == NONE || hint(s.family).is_some(), "{}", s.family);
+        }
+    }
+
+    #[test]
+    fn an_infiniband_error_event_is_a_failure_and_other_events_are_not() {
+        let failing = [
+            "[1,12]<stdout>:container-e275:815:864 [0] transport/net_ib.cu:80 NCCL WARN NET/IB : Got async event : local catastrophic error",
+            "NCCL WARN NET/IB : Got async event : port error",
+            "node1:2141:2290 [3] NCCL INFO NET/IB : mlx5_2:1 Got async event : port error",
+        ];
+        for l in &failing[..2] {
+            let Some(Evidence::Headline {
+                category, blame, ..
+            }) = parse(l)
+            else {
+                panic!("{l}");
+            };
+            assert_eq!(
+                (category.as_ref(), blame),
+                (IB_ASYNC_FAMILY, Blame::Hardware)
+            );
+        }
+        // Only a WARN line carries it.
+        assert_eq!(parse(failing[2]), None);
+        for l in [
+            "NCCL WARN NET/IB : Got async event : port active",
+            "node1:2141:2290 [3] net_ib.cc:412 NCCL WARN NET/IB : mlx5_0:1 Got async event : GID table change",
+            "NCCL WARN NET/IB : mlx5_0:1 Got non-fatal async event: port error(10)",
+        ] {
+            assert_eq!(parse(l), None, "{l}");
         }
     }
 

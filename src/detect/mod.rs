@@ -1490,6 +1490,14 @@ mod tests {
         ] {
             assert_eq!(headline(&d, line), None, "{line}");
         }
+        // A supposition addressed to the reader, unless the writer speaks of their own run.
+        for line in [
+            "If you happen to run into this error — cuda runtime error (59): device-side assert triggered — you know how frustrating it can be.",
+            "When you see CUDA out of memory, lower the batch size.",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+        assert!(headline(&d, "If you run my script you get RuntimeError: CUDA error: an illegal memory access was encountered").is_some());
         // A report cue keeps them reports.
         for line in [
             "I lowered the batch size to avoid CUDA out of memory but I still get CUDA out of memory",
@@ -1641,7 +1649,7 @@ mod tests {
             ("ValueError: To serve at least one request with the models's max seq len (40960), (10.00 GiB KV cache is needed, which is larger than the available KV cache memory (1.25 GiB).", Kind::Oom, "cuda_oom"),
             ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (18000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.", Kind::Oom, "cuda_oom"),
             // TensorRT's runtime check, by the runtime's value.
-            ("E1011 08:02:59.085540 1 logging.cc:40] [runtime.cpp::isCudaInstalledCorrectly::38] Error Code 6: Internal Error (CUDA initialization failure with error 35. Please check your CUDA installation:  http://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html)", Kind::CudaError, "driver_version_insufficient"),
+            ("E1011 08:02:59.085540 1 logging.cc:40] [runtime.cpp::isCudaInstalledCorrectly::38] Error Code 6: Internal Error (CUDA initialization failure with error 35. Please check your CUDA installation:  http://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html)", Kind::CudaError, "insufficient_driver"),
             ("[TRT] [E] createInferBuilder: Error Code 6: API Usage Error (CUDA initialization failure with error: 46)", Kind::CudaError, "device_unavailable"),
             ("[TRT] [E] createInferRuntime: Error Code 6: API Usage Error (CUDA initialization failure with error: 2. Please check your CUDA installation)", Kind::Oom, "cuda_oom"),
             // Triton's check, and messages a title cut short.
@@ -1706,6 +1714,8 @@ mod tests {
             "2024-05-01T12:00:00.123456789Z stdout F         \"loss_scale\": 0, ",
             "[default0]:        \"loss_scale\": 0,",
             "trainer-1  |         \"loss_scale\": 0,",
+            // A diff that changes a configuration.
+            "+      \"loss_scale\": 0",
             // A store's words without a socket error.
             "Failed to get exception dump flag from the global store.",
             // The words of a test or a sentence, not Megatron-LM's shapes.

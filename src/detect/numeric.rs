@@ -64,6 +64,14 @@ struct Patterns {
     /// Words that keep a tagged message about a value hypothetical or negated ("WARNING: if the
     /// loss is nan, …", "ignore batches where the loss is nan", "no nan loss detected").
     message_prose: Regex,
+    /// A sentence that tells how a value turned out in the writer's run: a verb of becoming or
+    /// of staying between the key and the value ("the training loss became Nan", "grad_norm
+    /// keeps being nan", "the actor grad norms were always NaN").
+    changed_state: Regex,
+    /// Words before such a sentence that make it a supposition, a question or advice rather
+    /// than what happened ("if the loss becomes nan", "why loss become nan", "in cases where
+    /// loss goes to nan", "skip the step when …").
+    hedged: Regex,
 }
 
 /// Keys whose non-finite value is an event: any key that ends in or contains `loss` (loss,
@@ -118,11 +126,12 @@ fn patterns() -> &'static Patterns {
             r"(?i)\blosses?\b['\x22]?\s{{0,3}}[:=]?\s{{0,3}}[\[{{(]?[^\]}})]{{0,240}}?\b[a-z_]{{1,24}}['\x22]?\s{{0,3}}[:=]?\s{{1,3}}(?-i:{TOKEN})"
         ))
         .expect("static regex"),
-        // Conditionals, verbs of advice, and the articles and pronouns of a sentence before the
+        // Conditionals, verbs of advice or of handling ("Stop training after validation loss is
+        // NaN", a changelog's item), and the articles and pronouns of a sentence before the
         // key ("the loss is nan", "my grad norm becomes inf", "we get loss nan"): log lines name
         // their keys bare.
         prose: Regex::new(
-            r"(?i)\b(?:if|when|whenever|whether|unless|until|in case|once|avoid|prevent|detect|checks?|the|my|our|your|their|its|this|that|i|we|you|they|why|how|because|always|sometimes|often|becomes?|became|getting|gets?|got|turns?|goes)\b",
+            r"(?i)\b(?:if|when|whenever|whether|unless|until|in case|once|avoid|prevent|detect|checks?|stop|skip|the|my|our|your|their|its|this|that|i|we|you|they|why|how|because|always|sometimes|often|becomes?|became|getting|gets?|got|turns?|goes)\b",
         )
         .expect("static regex"),
         prose_after: Regex::new(
@@ -164,6 +173,18 @@ fn patterns() -> &'static Patterns {
         .expect("static regex"),
         message_prose: Regex::new(
             r"(?i)\b(?:if|when|whenever|whether|unless|until|in case|once|avoid|prevent|detect\w*|checks?|where|ignor\w*|no|not|never|without)\b",
+        )
+        .expect("static regex"),
+        // The verbs of becoming and staying that reports use, and the adverbs they put before
+        // them; "is/was always" and "is still" say the same of a value that never was finite.
+        // Writers spell the value as they please here (`Nan`), and emphasis may wrap the rest of
+        // the sentence ("the loss is **always NaN**").
+        changed_state: Regex::new(&format!(
+            r#"(?i){KEY}\s+(?:[*_]{{1,2}})?(?:(?:always|still|suddenly|then|quickly|soon|eventually|sometimes|just|directly|immediately|constantly|consistently|continuously|also)\s+)?(?:became|becomes?|becoming|ha(?:s|ve)\s+become|turn(?:s|ed)?\s+(?:in)?to|goes\s+to|went\s+to|keeps?\s+being|kept\s+being|stay(?:s|ed)?|remain(?:s|ed)?|(?:is|was|are|were)\s+[*_]{{0,2}}(?:always|still|constantly|consistently)|change[sd]?\s+to|jump(?:s|ed)?\s+to|explode[sd]?\s+to|(?:rise[sn]?|rose)\s+to|drop(?:s|ped)?\s+to)\s+(?:(?:to|into|be)\s+)?[*_'"`]{{0,2}}{TOKEN}"#
+        ))
+        .expect("static regex"),
+        hedged: Regex::new(
+            r"(?i)\b(?:if|when|whenever|whether|unless|until|in case|once|where|avoid|prevent|detect\w*|checks?|checking|stop|skip\w*|ignor\w*|handl\w*|raise|no|not|never|without|could|might|may|can|will|would|should|why|how|what|reasons?)\b",
         )
         .expect("static regex"),
         scale_metric: Regex::new(
@@ -620,6 +641,14 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             }) {
                 return value_headline(&c, false);
             }
+            // "after several iterations, the training loss became Nan": what happened to a value
+            // in the writer's run, told as a sentence with nothing hypothetical before it.
+            if let Some(c) = p.changed_state.captures(line).filter(|c| {
+                c.get(0)
+                    .is_some_and(|m| !p.hedged.is_match(&line[..m.start()]))
+            }) {
+                return value_headline(&c, false);
+            }
             return runtime_message(line, UNSPECIFIED_LOSS_CHECKS)
                 .flatten()
                 .map(provisional);
@@ -682,12 +711,13 @@ fn level_message(line: &str) -> Option<std::ops::Range<usize>> {
 /// as a configuration file writes the entry? A scaler's reading is a float (`loss_scale: 0.0`).
 /// A launcher's or collector's prefix may come first, as where DeepSpeed prints its configuration
 /// into a container's log: a CRI or ISO timestamp, torchrun's `[default0]:`, srun's `3: `,
-/// Compose's `svc-1  | `.
+/// Compose's `svc-1  | `. A diff's `+` or `-` may mark the line, as where a pull request changes
+/// the configuration.
 fn lone_entry(line: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     super::prose::cached(
         &R,
-        r#"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z?\s+(?:(?:stdout|stderr)\s+[FP]\s+)?|\[(?:default|rank)\d+\]:|\d{1,5}:\s|[\w.-]+\s+\|\s)?\s*["']?[A-Za-z_][\w.]*["']?\s*[:=]\s*0\s*,?\s*$"#,
+        r#"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z?\s+(?:(?:stdout|stderr)\s+[FP]\s+)?|\[(?:default|rank)\d+\]:|\d{1,5}:\s|[\w.-]+\s+\|\s|[+-])?\s*["']?[A-Za-z_][\w.]*["']?\s*[:=]\s*0\s*,?\s*$"#,
     )
     .is_match(line)
 }
@@ -1238,6 +1268,31 @@ mod tests {
             "we always see loss = nan (0.0) in the first epoch",
         ] {
             assert!(cat(line).is_some(), "{line}");
+        }
+    }
+
+    #[test]
+    fn what_became_of_a_value_in_a_run_is_a_report() {
+        for (line, want) in [
+            ("I faced a problem while training: after several training iterations, the training loss became NaN.", "non_finite_loss"),
+            ("the log shows that grad_norm keeps being nan, do you know why this happens", "nan_grad_norm"),
+            ("training_loss becomes 'nan' sometimes after several epochs.", "non_finite_loss"),
+            ("However, the loss is **always NaN**.", "non_finite_loss"),
+            ("I found that the actor grad norms were always NaN.", "nan_grad_norm"),
+            ("After a few steps the loss suddenly jumps to inf", "inf_loss"),
+        ] {
+            assert_eq!(cat(line).as_deref(), Some(want), "{line}");
+        }
+        // A supposition, a question or advice tells of no run.
+        for line in [
+            "If the loss becomes nan, skip the step",
+            "Why loss become nan while training",
+            "In cases where loss goes to nan (e.g., bad nodes or bad hparams), we would like to raise an exception",
+            "There are various reasons why loss might become nan.",
+            "the loss should never become nan with bf16",
+            "* Stop training after train or validation loss is NaN, prints NaNs in inputs and outputs to debug.",
+        ] {
+            assert_eq!(cat(line), None, "{line}");
         }
     }
 

@@ -206,7 +206,11 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     if line.get(..first).is_some_and(log_shaped) {
         return false;
     }
-    if announces_a_fix(line) || named_as_avoided(line, hits) || quantified_class(line, hits) {
+    if announces_a_fix(line)
+        || named_as_avoided(line, hits)
+        || quantified_class(line, hits)
+        || met_if_you(line, hits)
+    {
         return true;
     }
     if hits.iter().all(|h| bare_exception_class(line, h)) || reference_description(line) {
@@ -438,6 +442,25 @@ fn named_as_avoided(line: &str, hits: &[Range<usize>]) -> bool {
     hits.iter()
         .all(|h| line.get(..h.start).is_some_and(|b| purpose.is_match(b)))
         && !report_cue().is_match(line)
+}
+
+/// Is every one of `hits` what a conditional addressed to the reader supposes they meet, in the
+/// same sentence: "If you happen to run into this error — cuda runtime error (59): device-side
+/// assert triggered — you know how frustrating it can be", "When you see CUDA out of memory,
+/// lower the batch size"? A supposition, not a run; the writer in the first person before the
+/// error ("if you run my script you get …", a reproduction) keeps it a report.
+fn met_if_you(line: &str, hits: &[Range<usize>]) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    static ME: OnceLock<Regex> = OnceLock::new();
+    let supposed = cached(
+        &R,
+        r"(?i)\b(?:if|when|whenever|once|in case)\s+you\s+(?:ever\s+)?(?:happen\s+to\s+|are\s+|still\s+)?(?:run(?:ning)?\s+into|encounter\w*|get(?:ting)?|see(?:ing)?|hit(?:ting)?|come\s+across|fac(?:e|ing)|receive|meet|experienc\w*)\b[^.!?;]{0,80}$",
+    );
+    let me = cached(&ME, r"(?i)\b(?:i|i'm|i've|me|my|we|we're|we've|us|our)\b");
+    hits.iter().all(|h| {
+        line.get(..h.start)
+            .is_some_and(|b| supposed.is_match(b) && !me.is_match(b))
+    })
 }
 
 /// Is every one of `hits` a plural that a quantifier makes a class of errors: "Most NCCL errors

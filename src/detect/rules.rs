@@ -593,7 +593,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         name: "cuda_driver_insufficient",
         literals: &["driver version is insufficient for CUDA runtime version"],
         kind: Kind::CudaError,
-        category: "driver_version_insufficient",
+        category: "insufficient_driver",
         blame: Blame::Driver,
         hint: "The node's NVIDIA driver is older than the job's CUDA runtime needs: upgrade the \
                driver or use an image built for the installed driver.",
@@ -2214,6 +2214,13 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     // nan and/or inf values in …"); JAX's "invalid value (nan) encountered in" passes `(nan)`.
     "Invalid loss, terminating",
     "nan and/or inf values",
+    // A NaN at the end of a sentence that tells what became of a value ("the training loss
+    // became NaN", "grad_norm is always nan": numeric.rs's `changed_state`). The gate's own
+    // anchors, so only lines that pass it for them reach the regexes; `inf` stays out, as
+    // ` info` and ` infer` would bring every INFO line.
+    " nan",
+    " NaN",
+    " NAN",
     // A value padded into a fixed-width column (`loss        nan`, numeric.rs's `bare`).
     "  nan",
     "  NaN",

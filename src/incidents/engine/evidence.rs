@@ -94,6 +94,21 @@ pub(super) fn frame(
 /// `ChildFailedError` summary also name the failure's root cause (the first rank that failed),
 /// which then heads the incident's message.
 pub(super) fn continuation(st: &mut StreamState, f: &Finding, cx: &mut Cx<'_>) {
+    if st.open.is_none() && MPI_SUMMARIES.iter().any(|m| f.text.contains(m)) {
+        // An MPI launcher's summary with no failure before it: the launcher's word is all this
+        // stream has of the failure.
+        headline(
+            st,
+            f,
+            Kind::NcclError,
+            "mpirun_job_aborted",
+            Blame::Unknown,
+            MPI_ABORTED_HINT,
+            "mpirun_job_aborted",
+            cx,
+        );
+        return;
+    }
     if st.open.is_none()
         && (CHILD_FAILED.iter().any(|m| f.text.contains(m))
             || elastic::flattened_record(&f.text)
@@ -162,6 +177,26 @@ const CHILD_FAILED: [&str; 4] = [
 const CHILD_FAILED_HINT: &str = "torchrun stopped the job because a worker process failed: the \
     summary's root cause names the first rank that failed, its host and exit code; read that \
     rank's own output (its error_file, or its log) for the real error.";
+
+const MPI_ABORTED_HINT: &str = "The MPI launcher stopped the job because a rank exited with an \
+    error or a signal: the summary names the rank, its node and the signal or exit code; read that \
+    rank's own output for the first error (signal 9 is often the kernel's OOM killer or the \
+    scheduler, 11 a crash in native code).";
+
+/// Open MPI's (`mpirun`, and PRRTE's `prterun` in Open MPI 5) summaries, from its help texts
+/// (orte/tools/orterun/help-orterun.txt, prrte's help-prterun.txt): "mpirun noticed that process
+/// rank 3 with PID 1167 on node n2 exited on signal 11 (Segmentation fault).", "Primary job
+/// terminated normally, but 1 process returned / a non-zero exit code. Per user-direction, the job
+/// has been aborted." and "mpirun detected that one or more processes exited with non-zero status,
+/// thus causing / the job to be terminated."; Horovod's launcher raises the last one's words
+/// (horovod/runner/gloo_run.py: "Horovod detected that one or more processes exited with
+/// non-zero status, thus causing the job to be terminated."). The first has no gate anchor of its
+/// own (`detect::rules::CONTINUATION_LITERALS`).
+const MPI_SUMMARIES: [&str; 3] = [
+    "noticed that process rank",
+    "Per user-direction, the job has been aborted",
+    "exited with non-zero status, thus causing",
+];
 
 /// Separates the root-cause headline from the failure's own message.
 const ROOT_CAUSE_SEP: &str = " | ";
@@ -906,6 +941,40 @@ Root Cause (first observed failure):
             (incs[0].kind, incs[0].category.as_str()),
             (Kind::NcclError, "torchrun_child_failed")
         );
+    }
+
+    #[test]
+    fn other_launchers_summaries_open_an_incident_or_join_one() {
+        for (text, category) in [
+            (
+                "Primary job  terminated normally, but 1 process returned
+a non-zero exit code. Per user-direction, the job has been aborted.
+--------------------------------------------------------------------------
+",
+                "mpirun_job_aborted",
+            ),
+            (
+                "[1,0]<stderr>:RuntimeError: Horovod detected that one or more processes exited with non-zero status, thus causing the job to be terminated. The first process to do so was:
+Process name: elastic-test-worker-1[0]
+Exit code: 137
+",
+                "mpirun_job_aborted",
+            ),
+        ] {
+            let incs = run(text);
+            assert_eq!(incs.len(), 1, "{incs:#?}");
+            assert_eq!(
+                (incs[0].kind, incs[0].category.as_str()),
+                (Kind::NcclError, category),
+                "{text}"
+            );
+        }
+        // After the rank's own error the summary is part of that incident, not another one.
+        let incs = run("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.15 GiB total capacity)
+[1,0]<stderr>:RuntimeError: Horovod detected that one or more processes exited with non-zero status, thus causing the job to be terminated. The first process to do so was:
+");
+        assert_eq!(incs.len(), 1, "{incs:#?}");
+        assert_eq!(incs[0].kind, Kind::Oom);
     }
 
     #[test]

@@ -437,6 +437,14 @@ const STATUS_BY_CODE: &[(&str, &str, &str)] = &[
     ("CUSOLVER error(", "", "cusolver_"),
     ("CUSparse error(", "", "cusparse_"),
     ("CURAND error(", "", "curand_"),
+    // Julia's CUDA.jl shows a library's status in its error's fields: "CUFFTError(code 2, cuFFT
+    // failed to allocate GPU or CPU memory)" (lib/cufft/error.jl and its siblings).
+    ("CUBLASError(code ", "", "cublas_"),
+    ("CUDNNError(code ", "", "cudnn_"),
+    ("CUSOLVERError(code ", "", "cusolver_"),
+    ("CUSPARSEError(code ", "", "cusparse_"),
+    ("CURANDError(code ", "", "curand_"),
+    ("CUFFTError(code ", "", "cufft_"),
 ];
 
 /// cuBLAS's own sentences for its statuses, as `cublasGetStatusString` returns them and as

@@ -80,11 +80,13 @@ struct Patterns {
 /// Loggers that name a loss by its function print the name of torch.nn's loss class without
 /// "Loss" (torch/nn/modules/loss.py: CrossEntropyLoss, SmoothL1Loss, NLLLoss, BCELoss, KLDivLoss,
 /// MSELoss, HuberLoss; torchvision's sigmoid_focal_loss): GluonCV's detection scripts log
-/// `CrossEntropy=12.25, SmoothL1=nan` (`mx.metric.Loss('SmoothL1')`).
+/// `CrossEntropy=12.25, SmoothL1=nan` (`mx.metric.Loss('SmoothL1')`). Gradient-boosting
+/// libraries print their objective's metric the same way, by its short name (XGBoost's
+/// `[8] eval-mae:inf train-mae:inf`, tab-separated; `rmse`; the names of XGBoost's `eval_metric`).
 /// A key starts where an ASCII word does: Chinese runs its words together ("训练一段时间后loss=nan",
 /// loss=nan after training a while), and a Han character is a word character to Unicode's `\b`.
 /// Shared by the three value forms.
-const KEY: &str = r"(?P<key>(?-u:\b)[a-z_]*loss[a-z_0-9]*|(?-u:\b)[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|(?-u:\b)total_norm|(?-u:\b)gnorm\b|(?-u:\b)(?:[a-z]+_)?(?:cross_?entropy|smooth_?l1|nll|bce|kl_?div|mse|huber|focal)\b)";
+const KEY: &str = r"(?P<key>(?-u:\b)[a-z_]*loss[a-z_0-9]*|(?-u:\b)[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|(?-u:\b)total_norm|(?-u:\b)gnorm\b|(?-u:\b)(?:[a-z]+_)?(?:cross_?entropy|smooth_?l1|nll|bce|kl_?div|mse|rmse|mae|huber|focal)\b)";
 /// The non-finite token and what may follow a value (so `nan_count`, `info` or `inf.5` never
 /// count; a zero fraction as a template with `{:.1f}`-style text prints it, `loss=nan.0`; a full
 /// stop only before a space or the end; Markdown's closing `**`; a Han character,
@@ -1283,6 +1285,15 @@ mod tests {
         ] {
             assert_eq!(cat(line).as_deref(), Some(want), "{line}");
         }
+        // A gradient-boosting library's metric by its short name.
+        assert_eq!(
+            cat("[8]\teval-mae:inf\ttrain-mae:inf").as_deref(),
+            Some("inf_loss")
+        );
+        assert_eq!(
+            cat("[12]\tvalidation_0-rmse:nan").as_deref(),
+            Some("non_finite_loss")
+        );
         // A supposition, a question or advice tells of no run.
         for line in [
             "If the loss becomes nan, skip the step",

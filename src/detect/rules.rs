@@ -851,6 +851,13 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "CUSOLVER error(",
             "CUSparse error(",
             "CURAND error(",
+            // Julia's CUDA.jl: "CUFFTError(code 2, cuFFT failed to allocate GPU or CPU memory)".
+            "CUBLASError(code ",
+            "CUDNNError(code ",
+            "CUSOLVERError(code ",
+            "CUSPARSEError(code ",
+            "CURANDError(code ",
+            "CUFFTError(code ",
             // Wrappers that print cuBLAS's status as a number or as `cublasGetStatusString`'s
             // sentence: llama.cpp's "cuBLAS error 15 at ggml-cuda.cu:7956: the requested
             // functionality is not supported", Theano's "CUBLAS error 'an access to GPU memory
@@ -1331,8 +1338,16 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // The words are any call's ("Call to ibv_reg_mr failed with error Cannot allocate
         // memory"), so the line counts only where `cuda_catalog` names the error after them, also
         // when a title cut the message short (detect's `REFINED_ONLY`).
+        // CTranslate2 (faster-whisper, WhisperX) throws the bare "CUDA failed with error
+        // <cudaGetErrorString>" (src/cuda/utils.h, `CUDA_CHECK`), and TensorFlow's device setup
+        // "CUDA runtime implicit initialization on GPU:0 failed. Status: <cudaGetErrorString>"
+        // (core/common_runtime/gpu/gpu_device.cc).
         name: "cuda_call_failed_with_error",
-        literals: &[") failed with error "],
+        literals: &[
+            ") failed with error ",
+            "CUDA failed with error ",
+            "initialization on GPU:",
+        ],
         kind: Kind::CudaError,
         category: "unknown",
         blame: Blame::Unknown,
@@ -2098,6 +2113,10 @@ pub const CONTINUATION_LITERALS: &[&str] = &[
     "CUDA_LOG_FILE",
     "detected by watchdog",
     "To avoid data inconsistency",
+    // Open MPI's "mpirun noticed that process rank 3 with PID 1167 on node n2 exited on signal 11
+    // (Segmentation fault)." has no anchor of its own: it opens an incident (`MPI_SUMMARIES`)
+    // where the line passes the gate for other words.
+    "noticed that process rank",
     // The fields of torchrun's ChildFailedError summary (`_FAILURE_FORMAT_TEMPLATE` in
     // torch/distributed/elastic/multiprocessing/errors/__init__.py).
     "host      : ",
@@ -2127,6 +2146,10 @@ pub const SUMMARY_LITERALS: &[&str] = &[
     // traceback see: https://pytorch.org/docs/stable/elastic/errors.html" (the engine checks the
     // field's shape; detect::elastic::record_traceback_field).
     "elastic/errors.html",
+    // Other launchers' summaries of a failed rank (incidents::engine::evidence,
+    // `MPI_SUMMARIES`): Open MPI's two and Horovod's, which share one anchor ("non-zero").
+    "non-zero exit code. Per user-direction",
+    "exited with non-zero status, thus causing",
 ];
 
 /// Literals that a numeric blow-up line must contain (case-sensitive): a non-finite token in

@@ -1,5 +1,5 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh22/` (round twenty, which collected two), all spent and kept for regressions.
+//! through `tests/fresh24/` (round twenty-one, which collected two), all spent and kept for regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -609,4 +609,14 @@ fn fresh21_set_scores() {
 #[test]
 fn fresh22_set_scores() {
     score("fresh22");
+}
+
+#[test]
+fn fresh23_set_scores() {
+    score("fresh23");
+}
+
+#[test]
+fn fresh24_set_scores() {
+    score("fresh24");
 }

@@ -457,10 +457,12 @@ fn met_if_you(line: &str, hits: &[Range<usize>]) -> bool {
         r"(?i)\b(?:if|when|whenever|once|in case)\s+you\s+(?:ever\s+)?(?:happen\s+to\s+|are\s+|still\s+)?(?:run(?:ning)?\s+into|encounter\w*|get(?:ting)?|see(?:ing)?|hit(?:ting)?|come\s+across|fac(?:e|ing)|receive|meet|experienc\w*)\b[^.!?;]{0,80}$",
     );
     let me = cached(&ME, r"(?i)\b(?:i|i'm|i've|me|my|we|we're|we've|us|our)\b");
-    hits.iter().all(|h| {
-        line.get(..h.start)
-            .is_some_and(|b| supposed.is_match(b) && !me.is_match(b))
-    })
+    // The end-anchored pattern is searched backwards from each hit; the first person, once, up
+    // to the last hit (a line of many hits stays linear).
+    let last = hits.iter().map(|h| h.start).max().unwrap_or(0);
+    hits.iter()
+        .all(|h| line.get(..h.start).is_some_and(|b| supposed.is_match(b)))
+        && line.get(..last).is_some_and(|b| !me.is_match(b))
 }
 
 /// Is every one of `hits` a plural that a quantifier makes a class of errors: "Most NCCL errors

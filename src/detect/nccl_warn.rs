@@ -128,7 +128,11 @@ fn message(line: &str) -> Option<&str> {
 /// real path of {} ({})`, where NCCL goes on, over the `Could not find real path of {}` of
 /// another site, which fails), then a site where NCCL goes on.
 pub fn family(line: &str) -> Option<&'static str> {
-    let m = message(line)?;
+    message(line).and_then(message_family)
+}
+
+/// [`family`] for a WARN line's message, already cut out of its line.
+fn message_family(m: &str) -> Option<&'static str> {
     let bare = untagged(m);
     sites()
         .iter()
@@ -176,10 +180,9 @@ const IB_ASYNC_HINT: &str = "An InfiniBand device under NCCL reported an error e
      switch port's error counters, mlx5 lines in the kernel log); a flapping port makes \
      collectives time out or abort.";
 
-/// Evidence for an NCCL WARN line that reports an error event of an InfiniBand device
+/// Evidence for an NCCL WARN message that reports an error event of an InfiniBand device
 /// ([`IB_ERROR_EVENTS`]).
-fn ib_async_error(line: &str) -> Option<Evidence> {
-    let m = message(line)?;
+fn ib_async_error(m: &str) -> Option<Evidence> {
     let event = &m[m.find("Got async event")? + "Got async event".len()..];
     IB_ERROR_EVENTS
         .iter()
@@ -196,10 +199,11 @@ fn ib_async_error(line: &str) -> Option<Evidence> {
 /// Evidence for an NCCL WARN line whose message is a catalogued failure, with its family's hint,
 /// or an error event of an InfiniBand device.
 pub fn parse(line: &str) -> Option<Evidence> {
-    if let Some(e) = ib_async_error(line) {
+    let m = message(line)?;
+    if let Some(e) = ib_async_error(m) {
         return Some(e);
     }
-    let family = family(line)?;
+    let family = message_family(m)?;
     Some(Evidence::Headline {
         kind: Kind::NcclError,
         category: family.into(),

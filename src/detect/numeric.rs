@@ -173,10 +173,8 @@ fn patterns() -> &'static Patterns {
             r"Unexpected result (?:tensor\(\s*)?(?P<tok>-?(?:nan|inf))\b(?P<rest>.*)$",
         )
         .expect("static regex"),
-        message_prose: Regex::new(
-            r"(?i)\b(?:if|when|whenever|whether|unless|until|in case|once|avoid|prevent|detect\w*|checks?|where|ignor\w*|no|not|never|without)\b",
-        )
-        .expect("static regex"),
+        message_prose: Regex::new(&format!(r"(?i)\b(?:{SUPPOSED_OR_NEGATED})\b"))
+            .expect("static regex"),
         // The verbs of becoming and staying that reports use, and the adverbs they put before
         // them; "is/was always" and "is still" say the same of a value that never was finite.
         // Writers spell the value as they please here (`Nan`), and emphasis may wrap the rest of
@@ -185,9 +183,11 @@ fn patterns() -> &'static Patterns {
             r#"(?i){KEY}\s+(?:[*_]{{1,2}})?(?:(?:always|still|suddenly|then|quickly|soon|eventually|sometimes|just|directly|immediately|constantly|consistently|continuously|also)\s+)?(?:became|becomes?|becoming|ha(?:s|ve)\s+become|turn(?:s|ed)?\s+(?:in)?to|goes\s+to|went\s+to|keeps?\s+being|kept\s+being|stay(?:s|ed)?|remain(?:s|ed)?|(?:is|was|are|were)\s+[*_]{{0,2}}(?:always|still|constantly|consistently)|change[sd]?\s+to|jump(?:s|ed)?\s+to|explode[sd]?\s+to|(?:rise[sn]?|rose)\s+to|drop(?:s|ped)?\s+to)\s+(?:(?:to|into|be)\s+)?[*_'"`]{{0,2}}{TOKEN}"#
         ))
         .expect("static regex"),
-        hedged: Regex::new(
-            r"(?i)\b(?:if|when|whenever|whether|unless|until|in case|once|where|avoid|prevent|detect\w*|checks?|checking|stop|skip\w*|ignor\w*|handl\w*|raise|no|not|never|without|could|might|may|can|will|would|should|why|how|what|reasons?)\b",
-        )
+        // A sentence's supposition or advice also shows in its modal verbs, in a question word
+        // and in the verbs of what a guard does with the value.
+        hedged: Regex::new(&format!(
+            r"(?i)\b(?:{SUPPOSED_OR_NEGATED}|checking|stop|skip\w*|handl\w*|raise|could|might|may|can|will|would|should|why|how|what|reasons?)\b"
+        ))
         .expect("static regex"),
         scale_metric: Regex::new(
             r#"(?i)\bloss_scale['"]?(?:\s{0,2}[:=]\s{0,2}|\s{1,2})([0-9][0-9.eE+-]{0,30})"#,
@@ -195,6 +195,11 @@ fn patterns() -> &'static Patterns {
         .expect("static regex"),
     })
 }
+
+/// Words that make a clause about a value a supposition, a guard or a negation ("if the loss is
+/// nan", "ignore batches where …", "no nan loss"): `message_prose`'s list, and the start of
+/// `hedged`'s.
+const SUPPOSED_OR_NEGATED: &str = r"if|when|whenever|whether|unless|until|in case|once|where|avoid|prevent|detect\w*|checks?|ignor\w*|no|not|never|without";
 
 fn headline(category: &'static str, hint: &'static str) -> Evidence {
     Evidence::Headline {

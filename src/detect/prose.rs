@@ -451,12 +451,11 @@ fn named_as_avoided(line: &str, hits: &[Range<usize>]) -> bool {
 /// error ("if you run my script you get …", a reproduction) keeps it a report.
 fn met_if_you(line: &str, hits: &[Range<usize>]) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
-    static ME: OnceLock<Regex> = OnceLock::new();
     let supposed = cached(
         &R,
         r"(?i)\b(?:if|when|whenever|once|in case)\s+you\s+(?:ever\s+)?(?:happen\s+to\s+|are\s+|still\s+)?(?:run(?:ning)?\s+into|encounter\w*|get(?:ting)?|see(?:ing)?|hit(?:ting)?|come\s+across|fac(?:e|ing)|receive|meet|experienc\w*)\b[^.!?;]{0,80}$",
     );
-    let me = cached(&ME, r"(?i)\b(?:i|i'm|i've|me|my|we|we're|we've|us|our)\b");
+    let me = english_first_person();
     // The end-anchored pattern is searched backwards from each hit; the first person, once, up
     // to the last hit (a line of many hits stays linear).
     let last = hits.iter().map(|h| h.start).max().unwrap_or(0);
@@ -579,13 +578,16 @@ fn introduces_an_example(t: &str) -> bool {
 /// general, so its verbs of printing and showing are no report.
 fn tells_the_reader(t: &str) -> bool {
     static YOU: OnceLock<Regex> = OnceLock::new();
+    cached(&YOU, r"(?i)\byou(?:r|rs)?\b").is_match(t) && !english_first_person().is_match(t)
+}
+
+/// An English first-person pronoun: the writer speaks of their own run.
+fn english_first_person() -> &'static Regex {
     static ME: OnceLock<Regex> = OnceLock::new();
-    cached(&YOU, r"(?i)\byou(?:r|rs)?\b").is_match(t)
-        && !cached(
-            &ME,
-            r"(?i)\b(?:i|i'm|i've|me|my|mine|we|we're|we've|us|our|ours)\b",
-        )
-        .is_match(t)
+    cached(
+        &ME,
+        r"(?i)\b(?:i|i'm|i've|me|my|mine|we|we're|we've|us|our|ours)\b",
+    )
 }
 
 /// A first-person word in one of the languages [`introduces_an_example`] reads ("Ik krijg …

@@ -2113,10 +2113,9 @@ pub const CONTINUATION_LITERALS: &[&str] = &[
     "CUDA_LOG_FILE",
     "detected by watchdog",
     "To avoid data inconsistency",
-    // Open MPI's "mpirun noticed that process rank 3 with PID 1167 on node n2 exited on signal 11
-    // (Segmentation fault)." has no anchor of its own: it opens an incident (`MPI_SUMMARIES`)
-    // where the line passes the gate for other words.
-    "noticed that process rank",
+    // Open MPI's "mpirun noticed that process rank …" has no anchor of its own: it opens an
+    // incident (`MPI_SUMMARIES`) where the line passes the gate for other words.
+    MPI_SUMMARIES[0],
     // The fields of torchrun's ChildFailedError summary (`_FAILURE_FORMAT_TEMPLATE` in
     // torch/distributed/elastic/multiprocessing/errors/__init__.py).
     "host      : ",
@@ -2146,8 +2145,25 @@ pub const SUMMARY_LITERALS: &[&str] = &[
     // traceback see: https://pytorch.org/docs/stable/elastic/errors.html" (the engine checks the
     // field's shape; detect::elastic::record_traceback_field).
     "elastic/errors.html",
-    // Other launchers' summaries of a failed rank (incidents::engine::evidence,
-    // `MPI_SUMMARIES`): Open MPI's two and Horovod's, which share one anchor ("non-zero").
+    // Other launchers' summaries of a failed rank (`MPI_SUMMARIES`): Open MPI's two and
+    // Horovod's, which share one anchor ("non-zero").
+    MPI_SUMMARIES[1],
+    MPI_SUMMARIES[2],
+];
+
+/// Open MPI's (`mpirun`, and PRRTE's `prterun` in Open MPI 5) summaries of a failed rank, from
+/// its help texts (orte/tools/orterun/help-orterun.txt, prrte's help-prterun.txt): "mpirun
+/// noticed that process rank 3 with PID 1167 on node n2 exited on signal 11 (Segmentation
+/// fault).", "Primary job terminated normally, but 1 process returned / a non-zero exit code.
+/// Per user-direction, the job has been aborted." and "mpirun detected that one or more processes
+/// exited with non-zero status, thus causing / the job to be terminated."; Horovod's launcher
+/// raises the last one's words (horovod/runner/gloo_run.py: "Horovod detected that one or more
+/// processes exited with non-zero status, thus causing the job to be terminated."). The first
+/// has no gate anchor of its own and is a [`CONTINUATION_LITERALS`] entry; the other two are
+/// [`SUMMARY_LITERALS`]. The engine opens an `mpirun_job_aborted` incident on one where no
+/// failure came before it (incidents::engine::evidence).
+pub const MPI_SUMMARIES: [&str; 3] = [
+    "noticed that process rank",
     "non-zero exit code. Per user-direction",
     "exited with non-zero status, thus causing",
 ];

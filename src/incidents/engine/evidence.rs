@@ -5,7 +5,7 @@
 
 use super::{EngineConfig, Open, PendingTraceback, StreamState, Update, MAX_IDENTITIES};
 use crate::detect::numeric::PROVISIONAL_RULE;
-use crate::detect::rules::SOCKET_ERROR_IN_C10D_TRACEBACK;
+use crate::detect::rules::{MPI_SUMMARIES, SOCKET_ERROR_IN_C10D_TRACEBACK};
 use crate::detect::{elastic, sxid as sxidcat, xid as xidparse, xid_catalog};
 use crate::model::{
     truncate_utf8, AssertSite, Blame, Finding, GpuDriverEventKind, Incident, Kind, RootCause,
@@ -182,21 +182,6 @@ const MPI_ABORTED_HINT: &str = "The MPI launcher stopped the job because a rank 
     error or a signal: the summary names the rank, its node and the signal or exit code; read that \
     rank's own output for the first error (signal 9 is often the kernel's OOM killer or the \
     scheduler, 11 a crash in native code).";
-
-/// Open MPI's (`mpirun`, and PRRTE's `prterun` in Open MPI 5) summaries, from its help texts
-/// (orte/tools/orterun/help-orterun.txt, prrte's help-prterun.txt): "mpirun noticed that process
-/// rank 3 with PID 1167 on node n2 exited on signal 11 (Segmentation fault).", "Primary job
-/// terminated normally, but 1 process returned / a non-zero exit code. Per user-direction, the job
-/// has been aborted." and "mpirun detected that one or more processes exited with non-zero status,
-/// thus causing / the job to be terminated."; Horovod's launcher raises the last one's words
-/// (horovod/runner/gloo_run.py: "Horovod detected that one or more processes exited with
-/// non-zero status, thus causing the job to be terminated."). The first has no gate anchor of its
-/// own (`detect::rules::CONTINUATION_LITERALS`).
-const MPI_SUMMARIES: [&str; 3] = [
-    "noticed that process rank",
-    "Per user-direction, the job has been aborted",
-    "exited with non-zero status, thus causing",
-];
 
 /// Separates the root-cause headline from the failure's own message.
 const ROOT_CAUSE_SEP: &str = " | ";

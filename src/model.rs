@@ -215,6 +215,11 @@ pub enum Evidence {
     GpuIdentity { pci: String, uuid: String },
     /// `NVRM: The NVIDIA GPU dddd:bb:dd.f`: the first line of the multi-line bus-loss message.
     GpuMention { pci: String },
+    /// An `NVRM:` line that reports a failed step of the driver without being an event of its
+    /// own (`NVRM: failed to copy vbios to system memory.`, `RmInitAdapter: Cannot initialize
+    /// GSP firmware RM`, an `nvAssertOkFailedNoLog` timeout): the cause whose outcome a
+    /// following `RmInitAdapter failed` reports.
+    DriverFailure,
 }
 
 /// The severity word of an SXid line, as the NVSwitch driver prints it.
@@ -243,7 +248,7 @@ impl GpuDriverEventKind {
     /// The incident category of the event.
     pub fn category(self) -> &'static str {
         match self {
-            GpuDriverEventKind::InitFailed => "gpu_init_failed",
+            GpuDriverEventKind::InitFailed => "rm_init_adapter_failed",
             GpuDriverEventKind::GspHeartbeatTimeout => "gsp_heartbeat_timeout",
             GpuDriverEventKind::GspRpcTimeout => "gsp_rpc_timeout",
             GpuDriverEventKind::NvlinkTrainingFailed => "nvlink_training_failed",

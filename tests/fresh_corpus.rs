@@ -1,5 +1,5 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh24/` (round twenty-one, which collected two), all spent and kept for regressions.
+//! through `tests/fresh26/` (round twenty-two, which collected two), all spent and kept for regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -619,4 +619,14 @@ fn fresh23_set_scores() {
 #[test]
 fn fresh24_set_scores() {
     score("fresh24");
+}
+
+#[test]
+fn fresh25_set_scores() {
+    score("fresh25");
+}
+
+#[test]
+fn fresh26_set_scores() {
+    score("fresh26");
 }

@@ -17,7 +17,7 @@
 //! rather than a list: the library and the status, lower-cased (`cusolver_execution_failed`).
 
 use super::prose::cached;
-use crate::detect::rules::HEADLINE_RULES;
+use crate::detect::rules::{CUTLASS_STATUS_TEXTS, HEADLINE_RULES};
 use crate::model::{Blame, Kind};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex::Regex;
@@ -218,7 +218,10 @@ pub enum Refined {
 pub fn refine(line: &str) -> Option<Refined> {
     // A math library's status printed by number or in its own sentence is more precise than a
     // runtime message the sentence may contain ("… is not supported").
-    if let Some(status) = status_code(line).or_else(|| cublas_status_text(line)) {
+    if let Some(status) = status_code(line)
+        .or_else(|| cublas_status_text(line))
+        .or_else(|| cutlass_status(line))
+    {
         return Some(Refined::LibraryStatus(status));
     }
     let c = catalog();
@@ -226,8 +229,9 @@ pub fn refine(line: &str) -> Option<Refined> {
         .needles
         .find_iter(line)
         .filter(|m| {
-            word_bounded(line, m.start(), m.end())
-                || (line[m.start()..m.end()].contains(' ') && emphasised(line, m.start(), m.end()))
+            (word_bounded(line, m.start(), m.end())
+                || (line[m.start()..m.end()].contains(' ') && emphasised(line, m.start(), m.end())))
+                && !compared(line, m.start(), m.end())
         })
         .max_by_key(|m| m.len());
     if let Some(m) = best {
@@ -728,6 +732,29 @@ pub fn library_status(line: &str) -> Option<String> {
     (word || call).then(|| format!("{family}create_failed"))
 }
 
+/// The family of a CUTLASS status text on a line that names CUTLASS: `cutlass_` and the text's
+/// words after "Error" (`Error Internal` → `cutlass_internal_error`, `Error Not Supported` →
+/// `cutlass_not_supported`); a failed allocation is `cutlass_alloc_failed`, which counts as the
+/// GPU's memory running out.
+fn cutlass_status(line: &str) -> Option<String> {
+    let names = ["cutlass", "CUTLASS", "Cutlass"];
+    if !names.iter().any(|n| line.contains(n)) {
+        return None;
+    }
+    let text = CUTLASS_STATUS_TEXTS.iter().find(|t| line.contains(*t))?;
+    Some(match *text {
+        "Error Internal" => "cutlass_internal_error".to_owned(),
+        "Error Memory Allocation failed" => "cutlass_alloc_failed".to_owned(),
+        "Error Architecture Mismatch" => "cutlass_arch_mismatch".to_owned(),
+        t => format!(
+            "cutlass_{}",
+            t.trim_start_matches("Error ")
+                .to_ascii_lowercase()
+                .replace(' ', "_")
+        ),
+    })
+}
+
 /// The status a glog `CHECK_EQ` got, where it compared a call's result with a library's success
 /// value: `after` follows `…_SUCCESS` in "Check failed: status == CUDNN_STATUS_SUCCESS (7 vs. 0)
 /// Failed to set cuDNN stream." (TensorFlow's stream_executor/cuda/cuda_dnn.cc) or "Check failed:
@@ -764,6 +791,30 @@ fn emphasised(line: &str, start: usize, end: usize) -> bool {
     after && before
 }
 
+/// Is `line[start..end]` an operand of an equality test in code that a failed check prints:
+/// glog's and dmlc's "Check failed: (e == cudaSuccess || e == cudaErrorCudartUnloading) is false:
+/// CUDA: out of memory" (TVM's `CUDA_CALL`, tvm/src/runtime/cuda/cuda_common.h) lists the values
+/// the check allows, and the error itself comes after them.
+/// A hit inside a longer identifier is read as that identifier. The success value a check
+/// expects (`status == CUDNN_STATUS_SUCCESS (4 vs. 0)`) is not an error's name: the values after
+/// it say which error came.
+pub(crate) fn compared(line: &str, start: usize, end: usize) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let (Some(head), Some(tail)) = (line.get(..start), line.get(end..)) else {
+        return false;
+    };
+    let before = head.trim_end_matches(ident);
+    let after = tail.trim_start_matches(ident);
+    let name = &line[before.len()..line.len() - after.len()];
+    if name.contains("SUCCESS") || name.contains("Success") {
+        return false;
+    }
+    let (before, after) = (before.trim_end(), after.trim_start());
+    ["==", "!="]
+        .iter()
+        .any(|op| before.ends_with(op) || after.starts_with(op))
+}
+
 /// Is `line[start..end]` not glued to a neighbouring identifier character? (A message inside a
 /// longer word, `cudaErrorInvalidValue` inside `cudaErrorInvalidValueX`, does not count.)
 fn word_bounded(line: &str, start: usize, end: usize) -> bool {
@@ -777,6 +828,38 @@ fn word_bounded(line: &str, start: usize, end: usize) -> bool {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn cutlass_statuses_name_their_family() {
+        let trt = "[TensorRT-LLm Error][fpA_intB Runner] Failed to run cutlass fpA_intB gemm. Error: Error Internal";
+        assert_eq!(
+            refine(trt),
+            Some(Refined::LibraryStatus("cutlass_internal_error".into()))
+        );
+        assert_eq!(
+            refine("Got cutlass error: Error Not Supported at: 71"),
+            Some(Refined::LibraryStatus("cutlass_not_supported".into()))
+        );
+        // The words without CUTLASS are anyone's.
+        assert_eq!(cutlass_status("HTTP 500: Error Internal"), None);
+    }
+
+    #[test]
+    fn an_operand_of_a_check_is_not_the_error() {
+        let tvm = "InternalError: Check failed: (e == cudaSuccess || e == cudaErrorCudartUnloading) is false: CUDA: out of memory";
+        assert!(
+            !matches!(refine(tvm), Some(Refined::Error(e)) if e.category == "driver_shutting_down"),
+            "{:?}",
+            refine(tvm)
+        );
+        let glog = "Check failed: error == cudaSuccess (2 vs. 0)  out of memory";
+        assert!(matches!(refine(glog), Some(Refined::Error(e)) if e.category == "cuda_oom"));
+        // The error named outside a comparison still counts.
+        let named = "cudaErrorCudartUnloading: driver shutting down";
+        assert!(
+            matches!(refine(named), Some(Refined::Error(e)) if e.category == "driver_shutting_down")
+        );
+    }
 
     #[test]
     fn every_row_parses() {

@@ -127,10 +127,15 @@ pub fn parse_all(line: &str) -> Vec<Evidence> {
             }
             continue;
         };
-        let Some(assertion) = clean_expression(&segment[..failed]) else {
-            continue;
-        };
         let prefix = &line[prefix_start..start];
+        let assertion = match clean_expression(&segment[..failed]) {
+            Some(a) => a,
+            // "block: [0,0,0], thread: [0,0,0] Assertion  failed.": a build that printed no
+            // expression (Lua Torch's cutorch in some toolchains). The device's own shape before
+            // it makes it a kernel's assertion all the same.
+            None if segment[..failed].trim().is_empty() && device_shape(prefix) => String::new(),
+            None => continue,
+        };
         prefix_start = end + failed + "failed".len();
         let message = segment.get(failed + "failed".len()..).unwrap_or("");
         out.extend(evidence(prefix, assertion, message));
@@ -186,6 +191,11 @@ fn evidence(prefix: &str, assertion: String, message: &str) -> Option<Evidence> 
         None => assertion,
     };
     let (mut category, mut hint) = classify(&assertion, kernel_file.as_deref());
+    if category == "unknown" && assertion.is_empty() {
+        if let Some(f) = family_of_function(prefix) {
+            (category, hint) = family_hint(f);
+        }
+    }
     if category == "unknown" && checks_a_label_range(&assertion) {
         (category, hint) = family_hint("nll_target_out_of_range");
     }
@@ -217,6 +227,26 @@ fn evidence(prefix: &str, assertion: String, message: &str) -> Option<Evidence> 
         hint: hint.into(),
     })
 }
+
+/// The family of a kernel that the assertion's prefix names, for an assertion printed without
+/// its expression: THC's index kernels (lib/THC/THCTensorIndex.cu, Lua Torch's cutorch and
+/// PyTorch up to 1.4) are one per operation, `indexSelectSmallIndex`/`indexSelectLargeIndex`
+/// asserting `srcIndex < srcSelectDimSize`, `indexAdd…`, `indexCopy…` and `indexFill…` their
+/// destination's bound (the expressions in assert_sites.tsv).
+fn family_of_function(prefix: &str) -> Option<&'static str> {
+    INDEX_KERNELS
+        .iter()
+        .find(|(name, _)| prefix.contains(name))
+        .map(|&(_, family)| family)
+}
+
+/// THC's index kernels by the start of their names ([`family_of_function`]).
+const INDEX_KERNELS: [(&str, &str); 4] = [
+    (" indexSelect", "embedding_index"),
+    (" indexAdd", "index_add_out_of_range"),
+    (" indexCopy", "index_add_out_of_range"),
+    (" indexFill", "index_fill_out_of_range"),
+];
 
 /// The family that another framework's kernel file names, for a bounds check in it: MindSpore's
 /// `gather_grad.cu` asserting `j_read < output_shape.shape[dim]`, a `scatter_nd` or `embedding`
@@ -776,6 +806,29 @@ mod tests {
         // Older builds: the same check in Distributions.cu, which alone would read as multinomial.
         let (_, _, c) = get("/pytorch/aten/src/ATen/native/cuda/Distributions.cu:305: block: [0,0,0], thread: [0,0,0] Assertion `0 <= p1 && p1 <= 1` failed.");
         assert_eq!(c, "bernoulli_invalid_probability");
+    }
+
+    #[test]
+    fn an_assertion_printed_without_its_expression() {
+        let line = "/src/lib/THC/THCTensorIndex.cu:275: void indexSelectSmallIndex(TensorInfo<T, IndexType>, long) [with T = float, IndexType = unsigned int]: block: [0,0,0], thread: [1,0,0] Assertion  failed.";
+        match parse(line) {
+            Some(Evidence::KernelAssert {
+                assertion,
+                kernel_file,
+                category,
+                ..
+            }) => {
+                assert_eq!(assertion, "");
+                assert_eq!(kernel_file.as_deref(), Some("THCTensorIndex.cu:275"));
+                assert_eq!(category, "embedding_index");
+            }
+            other => panic!("{other:?}"),
+        }
+        for (_, family) in INDEX_KERNELS {
+            assert_eq!(family_hint(family).0, family);
+        }
+        // Without the device's block and thread, "Assertion failed." is anyone's.
+        assert!(parse("main.cpp:12: Assertion  failed.").is_none());
     }
 
     // PyTorch's IndexKernel.cu take/put kernel (the WrapIndexOp check of THC's THCTensorIndex.cu).

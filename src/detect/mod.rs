@@ -62,6 +62,9 @@ enum Owner {
     /// NCCL's `NCCL WARN` tag: read through the catalog of NCCL's failing WARN sites
     /// (`nccl_warn`), a continuation otherwise.
     NcclWarn,
+    /// The driver's `NVRM` tag: a line that reports a failed step ([`xid::driver_failure`]) is
+    /// the cause a failed initialisation after it reports.
+    Driver,
 }
 
 /// Options that change what detection reports.
@@ -165,6 +168,7 @@ impl DetectorSet {
         ] {
             add(l, Owner::GpuEvent);
         }
+        add("NVRM", Owner::Driver);
         // The gate is derived from the detail literals: every literal that can open or extend an
         // incident on its own line, i.e. all but the continuation literals, which are only read
         // in the follow window of a gated line.
@@ -246,6 +250,7 @@ impl DetectorSet {
                 50u8.saturating_add(prio)
             }
             Evidence::GpuMention { .. } => 30,
+            Evidence::DriverFailure => 15,
             Evidence::TracebackStart | Evidence::Frame { .. } => 20,
             Evidence::Continuation => 10,
         }
@@ -351,8 +356,10 @@ impl DetectorSet {
         for m in self.detail.find_overlapping_iter(line) {
             match self.owners[m.pattern().as_usize()] {
                 // The runtime's error type alone (`| cudaError | value |` heading a table,
-                // `cudaError_t err = …`) names no error.
-                Owner::Headline(_) if type_name_alone(line, m.range()) => {}
+                // `cudaError_t err = …`) names no error, nor does a value's name that a check
+                // compares with (`e == cudaErrorCudartUnloading`).
+                Owner::Headline(_)
+                    if type_name_alone(line, m.range()) || compared_name(line, m.range()) => {}
                 Owner::Headline(i) => {
                     headlines.push(i);
                     headline_hits.push(m.range());
@@ -548,6 +555,14 @@ impl DetectorSet {
         if has(Owner::Continuation) || has(Owner::Summary) || has(Owner::NcclWarn) {
             return Some(Evidence::Continuation);
         }
+        if kernel_event(Owner::Driver) {
+            if let Some(e) = xid::parse_gpu_event(line) {
+                return Some(e);
+            }
+            if xid::driver_failure(line) {
+                return Some(Evidence::DriverFailure);
+            }
+        }
         None
     }
 }
@@ -615,6 +630,14 @@ fn type_name_alone(line: &str, hit: std::ops::Range<usize>) -> bool {
     ident_len == 0 || &rest[..ident_len] == "_t"
 }
 
+/// Is `line[hit]` an identifier (an error value's name) that an equality test in code compares
+/// with ([`cuda_catalog::compared`])? Words with spaces are messages and always count.
+fn compared_name(line: &str, hit: std::ops::Range<usize>) -> bool {
+    line.get(hit.clone()).is_some_and(|name| {
+        !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    }) && cuda_catalog::compared(line, hit.start, hit.end)
+}
+
 /// Does `rest` (what follows "CUDA error ") start with a noun that makes the two words a compound:
 /// "CUDA error checking is performed", "CUDA error handling", "CUDA error macros", a reference's
 /// heading "CUDA error types"? What the runtime
@@ -651,7 +674,8 @@ fn compound_noun_head(rest: &str) -> bool {
 /// Rows whose wording is only a CUDA error when the catalog can name the message after it:
 /// Caffe2's "Error at: <file>.cu:<line>: <message>", Triton's and TensorRT's wrappers, a checking
 /// macro's "<call> failed with error <message>".
-const REFINED_ONLY: [&str; 3] = [
+const REFINED_ONLY: [&str; 4] = [
+    "cutlass_status",
     "caffe2_cuda_enforce",
     "cuda_error_wrapped",
     "cuda_call_failed_with_error",
@@ -758,6 +782,7 @@ fn flag(o: Owner) -> u16 {
         Owner::Sxid => 1 << 10,
         Owner::GpuEvent => 1 << 11,
         Owner::NcclWarn => 1 << 12,
+        Owner::Driver => 1 << 13,
         Owner::Headline(_) | Owner::Refine(_) | Owner::User(_) => 0,
     }
 }

@@ -1207,6 +1207,26 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &["driver shutting down"],
     },
     HeadlineRule {
+        // CUTLASS's statuses as `cutlassGetStatusString` prints them (include/cutlass/cutlass.h):
+        // TensorRT-LLM's "Failed to run cutlass fpA_intB gemm. Error: Error Internal",
+        // xformers' and flash-attention's "Got cutlass error: Error Internal at: 71".
+        // `cuda_catalog` names the status's family; the words count only where the line names
+        // CUTLASS.
+        name: "cutlass_status",
+        literals: &CUTLASS_STATUS_TEXTS,
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: "A CUTLASS kernel (a GEMM or attention kernel inside TensorRT-LLM, xformers, \
+               flash-attention or a quantised-kernel library) returned an error status: check \
+               that the kernel supports this GPU architecture, dtype and problem shape; an \
+               internal error often follows an earlier CUDA error, so replay the step with \
+               CUDA_LAUNCH_BLOCKING=1.",
+        priority: GENERIC,
+        requires_any: &["cutlass", "CUTLASS", "Cutlass"],
+        refines: &[],
+    },
+    HeadlineRule {
         // Julia's CUDAdrv.jl (CUDA.jl's predecessor) shows the driver API's `CUresult` as a
         // number: "ERROR: LoadError: CUDAdrv.CuError(701, nothing)" (src/error.jl, `CuError`'s
         // fields: the code, then an optional message); `cuda_catalog` names it. A number must
@@ -1502,9 +1522,16 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // nccl-tests and some NCCL builds quote the text with CUDA in capitals ("Test NCCL
         // failure common.cu:1005 'unhandled CUDA error'").
         literals: &[
-            "unhandled cuda error",
-            "unhandled CUDA error",
+            // NCCL's text, also capitalised where it opens a title or a sentence ("Unhandled
+            // CUDA error in ProcessGroupNCCL.cpp").
+            "nhandled cuda error",
+            "nhandled CUDA error",
             "ncclUnhandledCudaError",
+            // CuPy's and Ray's name of the result (cupy/cuda/nccl.pyx, its table of
+            // `ncclResult_t` names: "NcclError: NCCL_ERROR_UNHANDLED_CUDA_ERROR: unhandled cuda
+            // error"), which titles quote alone. The table's other names come with NCCL's text
+            // after them, which the other rows read; alone they would cost a gate anchor.
+            "NCCL_ERROR_UNHANDLED_CUDA_ERROR",
             // glog's CHECK_EQ of a call's result (Caffe's `NCCL_CHECK`): "Check
             // failed: result == ncclSuccess (1 vs. 0) unhandled cuda error" prints the
             // `ncclResult_t` value first (src/nccl.h: 1 unhandled CUDA error, 2 system error, 3
@@ -1549,7 +1576,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     HeadlineRule {
         name: "nccl_unhandled_system_error",
         literals: &[
-            "unhandled system error",
+            "nhandled system error",
             "ncclSystemError",
             "failed: result == ncclSuccess (2 vs. 0)",
         ],
@@ -2166,6 +2193,21 @@ pub const MPI_SUMMARIES: [&str; 3] = [
     "noticed that process rank",
     "non-zero exit code. Per user-direction",
     "exited with non-zero status, thus causing",
+];
+
+/// CUTLASS's status texts (`cutlassGetStatusString`, include/cutlass/cutlass.h), but `Success`
+/// and `Invalid status`; `cuda_catalog` maps each to its family.
+pub const CUTLASS_STATUS_TEXTS: [&str; 10] = [
+    "Error Misaligned Operand",
+    "Error Invalid Data Type",
+    "Error Invalid Layout",
+    "Error Invalid Problem",
+    "Error Not Supported",
+    "Error Workspace Null",
+    "Error Internal",
+    "Error Insufficient Driver",
+    "Error Architecture Mismatch",
+    "Error Memory Allocation failed",
 ];
 
 /// Literals that a numeric blow-up line must contain (case-sensitive): a non-finite token in

@@ -133,7 +133,8 @@ pub fn parse_fallen_off_bus(line: &str) -> Option<Evidence> {
 
 /// Which driver event a line without an Xid reports, by the driver's own wording.
 ///
-/// - `RmInitAdapter failed! (0x24:0x72:1568)` and `rm_init_adapter failed, device minor number 5`
+/// - `RmInitAdapter failed! (0x24:0x72:1568)`, `rm_init_adapter failed, device minor number 5`
+///   and `RmInitAdapter: Cannot initialize GSP firmware RM`
 ///   (printed by `RmInitAdapter` in `src/nvidia/arch/nvalloc/unix/src/osinit.c` and by
 ///   `kernel-open/nvidia/nv.c` of NVIDIA's open-gpu-kernel-modules; seen in
 ///   https://github.com/NVIDIA/gpu-operator/issues/1146);
@@ -145,8 +146,11 @@ pub fn parse_fallen_off_bus(line: &str) -> Option<Evidence> {
 ///   Training ALI steps!` (`kernel_nvlinkstate.c`, `kernel_nvlinkcorelibtrain.c`,
 ///   `kernel_nvlink.c`).
 fn gpu_event_kind(line: &str) -> Option<GpuDriverEventKind> {
+    // `RmInitAdapter: Cannot initialize GSP firmware RM`, `RmInitAdapter: osInitNvMapping
+    // failed, bailing out of RmInitAdapter`: the function telling why it gives up.
     if line.contains("RmInitAdapter failed")
         || (line.contains("rm_init_adapter") && line.contains("failed"))
+        || (line.contains("RmInitAdapter: ") && driver_failure(line))
     {
         return Some(GpuDriverEventKind::InitFailed);
     }
@@ -181,6 +185,24 @@ pub fn parse_gpu_event(line: &str) -> Option<Evidence> {
         pci,
         gpu_tag,
     })
+}
+
+/// Does a driver line say that a step failed: a verb or noun of failure after the `NVRM` tag
+/// ("failed to copy vbios to system memory", "Cannot initialize GSP firmware RM", "Assertion
+/// failed: Call timed out [NV_ERR_TIMEOUT]", "unexpected WPR2 already up, cannot proceed",
+/// "Chipset not recognized", "GPU does not have the necessary power cables connected")? The
+/// driver's banners and notices ("loading NVIDIA UNIX Open Kernel Module", "GPS ACPI DSM called
+/// before …", "Using pre-baked vBIOS!") say none of these.
+pub fn driver_failure(line: &str) -> bool {
+    static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let Some(at) = line.find("NVRM") else {
+        return false;
+    };
+    super::prose::cached(
+        &R,
+        r"(?i)\b(?:fail(?:s|ed|ure)?|cannot|can't|unable|error|timed ?out|timeout|not (?:supported|recognized|have)|unexpected|invalid|missing|no firmware)\b",
+    )
+    .is_match(&line[at..])
 }
 
 /// Gives a bus id written without its PCI domain (`b3:00.0`) the default domain `0000`; any

@@ -541,12 +541,23 @@ fn gpu_event_hint(event: GpuDriverEventKind) -> &'static str {
     }
 }
 
-/// Whether a driver event opens an incident by itself. A failed initialisation joins an open
-/// incident of its GPU (a re-initialisation that fails after an Xid 79, 119 …) but does not open
-/// one: the shared real-world corpus labels a bare `RmInitAdapter failed` block as not an incident
-/// (`nvrm_non_xid`), and detection must keep to that label.
-fn opens_alone(event: GpuDriverEventKind) -> bool {
+/// How many lines before a failed initialisation the driver's line about its cause may be (one
+/// boot's or one probe's burst of driver lines).
+const INIT_CAUSE_LINES: u64 = 100;
+
+/// Whether a driver event opens an incident by itself. A failed initialisation opens one where
+/// the driver said what failed first, in the lines before it (`failed to copy vbios`, `Cannot
+/// initialize GSP firmware RM`, a timed-out GSP call: [`Evidence::DriverFailure`]), and
+/// otherwise joins an open incident of its GPU (a re-initialisation that fails after an Xid 79,
+/// 119 …): the shared real-world corpus labels a bare `RmInitAdapter failed` block, with no
+/// cause, as not an incident (`nvrm_non_xid`), and detection keeps to that label.
+///
+/// [`Evidence::DriverFailure`]: crate::model::Evidence::DriverFailure
+fn opens_alone(event: GpuDriverEventKind, st: &StreamState, f: &Finding) -> bool {
     !matches!(event, GpuDriverEventKind::InitFailed)
+        || st
+            .driver_failure
+            .is_some_and(|at| f.seq.saturating_sub(at) <= INIT_CAUSE_LINES)
 }
 
 /// A driver event about one GPU that came without an Xid (see [`GpuDriverEventKind`]): repeats on
@@ -560,16 +571,23 @@ pub(super) fn gpu_event(
     cx: &mut Cx<'_>,
 ) {
     let category = event.category();
+    let alone = opens_alone(event, st, f);
     let same = |o: &Open| {
         same_gpu(&o.inc.pci, pci)
             || (gpu_tag.is_some() && o.gpu_tag.as_deref() == gpu_tag.as_deref())
     };
+    // A GPU that a line of the event did not name is the one the next line names
+    // ("RmInitAdapter: Cannot initialize GSP firmware RM", then "GPU 0000:01:00.0: RmInitAdapter
+    // failed!").
+    let unnamed = |o: &Open| o.inc.pci.is_none() && o.gpu_tag.is_none();
     let pos = st
         .xids
         .iter()
-        .position(|o| o.inc.kind == Kind::Xid && o.inc.category == category && same(o))
+        .position(|o| {
+            o.inc.kind == Kind::Xid && o.inc.category == category && (same(o) || unnamed(o))
+        })
         .or_else(|| {
-            if opens_alone(event) {
+            if alone {
                 return None;
             }
             st.xids
@@ -579,10 +597,14 @@ pub(super) fn gpu_event(
     if let Some(i) = pos {
         let o = &mut st.xids[i];
         extend(o, f, cx.cfg);
+        if o.inc.pci.is_none() && o.gpu_tag.is_none() {
+            o.inc.pci.clone_from(pci);
+            o.gpu_tag.clone_from(gpu_tag);
+        }
         cx.dirty.push(o.key);
         return;
     }
-    if !opens_alone(event) {
+    if !alone {
         return;
     }
     let mut inc = new_incident(
@@ -743,7 +765,8 @@ fn add_site(o: &mut Open, site: &Site<'_>, cfg: &EngineConfig) {
     let site_of_quoted =
         inc.kernel_file.is_none() && kernel_file.is_some() && inc.assertion.as_ref() == Some(&text);
     if first || site_of_quoted {
-        inc.assertion = Some(text);
+        // A kernel that printed no expression leaves the field empty for a later line's.
+        inc.assertion = (!text.is_empty()).then_some(text);
         inc.kernel_file.clone_from(kernel_file);
         inc.block = block;
         inc.thread = thread;

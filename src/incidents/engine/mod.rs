@@ -109,6 +109,8 @@ struct StreamState {
     tb: PendingTraceback,
     mention: Option<(String, u64, u64)>,
     identities: BTreeMap<String, String>,
+    /// Where the last driver line that reported a failed step was (its `seq`).
+    driver_failure: Option<u64>,
 }
 
 /// The grouping engine. See the module docs.
@@ -222,6 +224,7 @@ impl Engine {
             Evidence::FallenOffBus { pci } => evidence::fallen_off_bus(st, &f, pci, &mut cx),
             Evidence::GpuIdentity { pci, uuid } => evidence::identity(st, pci, uuid, &mut cx),
             Evidence::GpuMention { pci } => st.mention = Some((pci.clone(), f.line, f.seq)),
+            Evidence::DriverFailure => st.driver_failure = Some(f.seq),
         }
     }
 
@@ -622,6 +625,35 @@ Mar 21 21:43:01 kernel: NVRM: GPU1 _kgspRpcRecvPoll: GSP RM heartbeat timed out
         let incs = run(&text);
         assert_eq!(incs.len(), 1);
         assert_eq!(incs[0].evidence_lines, 3);
+    }
+
+    #[test]
+    fn init_failure_after_its_cause_opens_an_incident() {
+        // The driver says what failed, then that the GPU did not initialise.
+        let text = "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.172.08  Release Build
+NVRM: nvAssertOkFailedNoLog: Assertion failed: Call timed out [NV_ERR_TIMEOUT] (0x00000065) returned from kgspWaitForRmInitDone(pGpu, pKernelGsp) @ kernel_gsp_gh100.c:928
+NVRM: RmInitAdapter: Cannot initialize GSP firmware RM
+NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x62:0x65:1859)
+NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0
+";
+        let incs = run(text);
+        assert_eq!(incs.len(), 1, "{incs:#?}");
+        assert_eq!(incs[0].kind, Kind::Xid);
+        assert_eq!(incs[0].category, "rm_init_adapter_failed");
+        assert_eq!(incs[0].blame, Blame::Driver);
+        assert_eq!(incs[0].pci.as_deref(), Some("0000:01:00.0"));
+        // The driver's banner and notices are no cause.
+        let notices = "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.172.08  Release Build
+NVRM: testIfDsmSubFunctionEnabled: GPS ACPI DSM called before _acpiDsmSupportedFuncCacheInit subfunction = 11.
+NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72:1568)
+";
+        assert!(run(notices).is_empty());
+        // A cause far before the failure is another burst's.
+        let far = format!(
+            "NVRM: failed to copy vbios to system memory.\n{}NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72:1568)\n",
+            "kernel: usb 1-1: new high-speed USB device\n".repeat(150)
+        );
+        assert!(run(&far).is_empty());
     }
 
     #[test]

@@ -247,10 +247,11 @@ pub fn refine(line: &str) -> Option<Refined> {
 /// cut by a title's length, Triton's "Triton Error [CUDA]: …" (triton/backends/nvidia/driver.c,
 /// `gpuAssert`, which prints `cuGetErrorString`'s text), a checking macro's "cudaMemcpy(…) failed
 /// with error …" (tiny-cuda-nn's `CUDA_CHECK_THROW`).
-const MESSAGE_HEADS: [&str; 6] = [
+const MESSAGE_HEADS: [&str; 7] = [
     "Triton Error [CUDA]",
     "CUDA error: ",
     "CUDA Error: ",
+    "cuda error: ",
     "HIP error: ",
     "CUDA error ",
     ") failed with error ",
@@ -547,8 +548,13 @@ struct NumberedError {
 ///   number names the error when the message is cut;
 /// - LAMMPS' geryon "Cuda driver error 804 in call at file …" (a `CUresult`), OpenMM's older
 ///   "Invalid error code (700)", and cutorch's "cuda runtime error (701) : unrecognized error
-///   code", where the runtime was older than the driver that returned the value.
-const NUMBERED_ERRORS: [NumberedError; 10] = [
+///   code", where the runtime was older than the driver that returned the value;
+/// - PaddlePaddle's "ExternalError: Cuda error(700), an illegal memory access was encountered."
+///   (a `cudaError_t`).
+///
+/// Chinese input methods type full-width parentheses: "cuda runtime error（209）" reads as
+/// "cuda runtime error (209)".
+const NUMBERED_ERRORS: [NumberedError; 11] = [
     NumberedError {
         head: "CudaAPIError: [",
         end: Some(']'),
@@ -609,6 +615,12 @@ const NUMBERED_ERRORS: [NumberedError; 10] = [
         radix: 10,
         driver: true,
     },
+    NumberedError {
+        head: "Cuda error(",
+        end: Some(')'),
+        radix: 10,
+        driver: false,
+    },
 ];
 
 /// Wrappers that name the failing call between their words and the number, read by pattern:
@@ -647,6 +659,13 @@ fn numbered_error(line: &str) -> Option<&'static CudaError> {
     if let Some(e) = numbered_by_call(line) {
         return Some(e);
     }
+    let ascii;
+    let line = if line.contains(['\u{ff08}', '\u{ff09}']) {
+        ascii = line.replace('\u{ff08}', " (").replace('\u{ff09}', ")");
+        ascii.as_str()
+    } else {
+        line
+    };
     NUMBERED_ERRORS.iter().find_map(|w| {
         let rest = &line[line.find(w.head)? + w.head.len()..];
         let digits = match w.end {

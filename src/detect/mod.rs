@@ -405,7 +405,10 @@ impl DetectorSet {
             if let Some(e) = kernel_assert::parse(line) {
                 // The code that checks an assertion (Inductor's `tl.device_assert(…)`,
                 // `AOTI_TORCH_CHECK(…)`) shows no failure.
-                if !code::holds_error_in_code(line, &kernel_assert::assertion_hits(line)) {
+                let hits = kernel_assert::assertion_hits(line);
+                if !code::holds_error_in_code(line, &hits)
+                    && !prose::supposed_in_chinese(line, &hits)
+                {
                     return Some(e);
                 }
             }
@@ -1547,6 +1550,47 @@ mod tests {
         ] {
             assert!(headline(&d, line).is_some(), "{line}");
         }
+    }
+
+    /// Round twenty-two: wrappers' spellings of the CUDA and NCCL heads, CUTLASS's statuses, a
+    /// check's allowed values, torch.distributions' parameter check, Python's basic logging
+    /// format, and Chinese suppositions.
+    #[test]
+    fn round_twenty_two_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("Gym cuda error: invalid resource handle", Kind::CudaError, "invalid_resource_handle"),
+            ("ExternalError: Cuda error(700), an illegal memory access was encountered.", Kind::CudaError, "illegal_memory_access"),
+            ("训练时总是会报错 cuda runtime error\u{ff08}209\u{ff09}:no kernel image is available foe execution on the device.", Kind::CudaError, "no_kernel_image"),
+            ("CUDA - Out of memory, acoustic model training", Kind::Oom, "cuda_oom"),
+            ("InternalError: Check failed: (e == cudaSuccess || e == cudaErrorCudartUnloading) is false: CUDA: out of memory", Kind::Oom, "cuda_oom"),
+            ("[TensorRT-LLm Error][fpA_intB Runner] Failed to run cutlass fpA_intB gemm. Error: Error Internal", Kind::CudaError, "cutlass_internal_error"),
+            ("RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/../c10d/NCCLUtils.hpp:39, invalid argument", Kind::NcclError, "nccl_invalid_argument"),
+            ("OSError: (External)  Nccl error, invalid data type, detail: Resource temporarily unavailable", Kind::NcclError, "nccl_invalid_argument"),
+            ("Multi-node inference with Bloom: Unhandled CUDA error in ProcessGroupNCCL.cpp (called from all_reduce in torch)", Kind::NcclError, "nccl_unhandled_cuda_error"),
+            ("nccl and cupy problem: NCCL_ERROR_UNHANDLED_CUDA_ERROR when use TP in wsl", Kind::NcclError, "nccl_unhandled_cuda_error"),
+            ("ValueError: Expected parameter loc (Tensor of shape (1, 50)) of distribution Normal(loc: torch.Size([1, 50]), scale: torch.Size([1, 50])) to satisfy the constraint Real(), but found invalid values:", Kind::Numeric, "nan_output"),
+            ("ValueError: The parameter loc has invalid values", Kind::Numeric, "nan_output"),
+            ("WARNING:root:The grad norm is nan. Skipping updating the model.", Kind::Numeric, "nan_grad_norm"),
+            ("Average loss approaches to \"-nan\" near 1200th iterations", Kind::Numeric, "non_finite_loss"),
+            ("I find that the gradient becomes NaN after 150 steps.", Kind::Numeric, "nan_grad_norm"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // The words of a check or of a status without what makes them one.
+            "HTTP 500: Error Internal",
+            "the config has invalid values",
+            "if the gradient becomes NaN, training stops",
+            // A Chinese sentence that supposes the reader meets the error, or that one may.
+            "当你在深夜进行大规模训练时,突然看到\"NCCL timeout\"或\"unhandled cuda error\"的红色报错信息,那一刻的心情想必是崩溃的。",
+            "修改模型类别数量后,可能会遇到Assertion 't >= 0 && t < n_classes' failed这样的断言错误,紧随其后通常是CUDA error: device-side assert triggered。",
+        ] {
+            assert!(d.inspect(line).is_none(), "{line}: {:?}", d.inspect(line));
+        }
+        // The writer's own run stays a report.
+        assert!(headline(&d, "我训练时突然看到unhandled cuda error，怎么办").is_some());
     }
 
     /// Round nineteen: older runtimes' numbered messages, the libraries' failed allocations, RMM's

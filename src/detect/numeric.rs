@@ -50,7 +50,9 @@ struct Patterns {
     table_row: Regex,
     /// A log level that tags what follows it as a program's message: `WARNING:`, `[ERROR]`
     /// anywhere (upper case), `Warning:` at the start of the line or of a quotation (a code span
-    /// too: "`WARNING: The grad norm is nan. Skipping updating the model.`", ESPnet's trainer).
+    /// too: "`WARNING: The grad norm is nan. Skipping updating the model.`", ESPnet's trainer), and
+    /// Python logging's basic format, the level and the logger's name before the message
+    /// (`WARNING:root:The grad norm is nan.`, `logging.BASIC_FORMAT`).
     level_tag: Regex,
     /// The value before its key, after a verb of meeting it, as messages word it: "received a
     /// nan loss", "encountered NaN grad norm".
@@ -162,7 +164,7 @@ fn patterns() -> &'static Patterns {
         table_row: Regex::new(&format!(r"(?i)(?:^|[\s:\]])\|\s*{KEY}\s*\|\s*(?-i:{TOKEN})\s*\|?\s*$"))
             .expect("static regex"),
         level_tag: Regex::new(
-            r#"(?:^|[\s"'`\x{201c}(\[|:])(?:WARNING|WARN|ERROR|FATAL|CRITICAL)(?:\]:?|:)\s|(?:^\s*|["'`\x{201c}])(?:Warning|Error):\s|\b[A-Z][A-Za-z]*(?:Error|Exception):\s"#,
+            r#"(?:^|[\s"'`\x{201c}(\[|:])(?:WARNING|WARN|ERROR|FATAL|CRITICAL)(?:\]:?|:)\s|(?:^|[\s"'`\x{201c}(\[|])(?:WARNING|ERROR|CRITICAL):[\w.]+:|(?:^\s*|["'`\x{201c}])(?:Warning|Error):\s|\b[A-Z][A-Za-z]*(?:Error|Exception):\s"#,
         )
         .expect("static regex"),
         adjectival: Regex::new(
@@ -179,8 +181,10 @@ fn patterns() -> &'static Patterns {
         // them; "is/was always" and "is still" say the same of a value that never was finite.
         // Writers spell the value as they please here (`Nan`), and emphasis may wrap the rest of
         // the sentence ("the loss is **always NaN**").
+        // A gradient ("the gradient becomes NaN after 150 steps") is a gradient norm's family.
         changed_state: Regex::new(&format!(
-            r#"(?i){KEY}\s+(?:[*_]{{1,2}})?(?:(?:always|still|suddenly|then|quickly|soon|eventually|sometimes|just|directly|immediately|constantly|consistently|continuously|also)\s+)?(?:became|becomes?|becoming|ha(?:s|ve)\s+become|turn(?:s|ed)?\s+(?:in)?to|goes\s+to|went\s+to|keeps?\s+being|kept\s+being|stay(?:s|ed)?|remain(?:s|ed)?|(?:is|was|are|were)\s+[*_]{{0,2}}(?:always|still|constantly|consistently)|change[sd]?\s+to|jump(?:s|ed)?\s+to|explode[sd]?\s+to|(?:rise[sn]?|rose)\s+to|drop(?:s|ped)?\s+to)\s+(?:(?:to|into|be)\s+)?[*_'"`]{{0,2}}{TOKEN}"#
+            r#"(?i){}\s+(?:[*_]{{1,2}})?(?:(?:always|still|suddenly|then|quickly|soon|eventually|sometimes|just|directly|immediately|constantly|consistently|continuously|also)\s+)?(?:became|becomes?|becoming|ha(?:s|ve)\s+become|turn(?:s|ed)?\s+(?:in)?to|goes\s+to|went\s+to|keeps?\s+being|kept\s+being|stay(?:s|ed)?|remain(?:s|ed)?|(?:is|was|are|were)\s+[*_]{{0,2}}(?:always|still|constantly|consistently)|change[sd]?\s+to|jump(?:s|ed)?\s+to|explode[sd]?\s+to|(?:rise[sn]?|rose)\s+to|drop(?:s|ped)?\s+to|approach(?:es|ed)?|reach(?:es|ed)?)\s+(?:(?:to|into|be)\s+)?[*_'"`]{{0,2}}{TOKEN}"#,
+            KEY.replacen("(?P<key>", r"(?P<key>(?-u:\b)gradients?(?-u:\b)|", 1)
         ))
         .expect("static regex"),
         // A sentence's supposition or advice also shows in its modal verbs, in a question word
@@ -291,6 +295,18 @@ const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
     // logits are non-finite. The CUDA kernel's own assertion of the same words is a device
     // assert (`multinomial_invalid_probability`).
     (" NaNs was produced in", "nan_output", OUTPUT_HINT),
+    // torch.distributions' validation of a distribution's parameters, which a policy or a
+    // probabilistic head hits when its network outputs NaN: "ValueError: Expected parameter loc
+    // (Tensor of shape (1, 50)) of distribution Normal(…) to satisfy the constraint Real(), but
+    // found invalid values:" (torch/distributions/distribution.py, `Distribution.__init__`;
+    // before PyTorch 1.8 "The parameter loc has invalid values", `DISTRIBUTION_PARAMETER_CHECK`).
+    // A negative scale fails the same check, which the hint says.
+    ("but found invalid values", "nan_output", DISTRIBUTION_HINT),
+    (
+        "The parameter {} has invalid values",
+        "nan_output",
+        DISTRIBUTION_HINT,
+    ),
     (" NaN's was produced in", "nan_output", OUTPUT_HINT),
     (
         "Error: probability tensor contains either",
@@ -311,6 +327,12 @@ const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
         VALUE_HINT,
     ),
 ];
+
+const DISTRIBUTION_HINT: &str = "A torch.distributions distribution got a parameter outside \
+     its constraint, nearly always NaN from the network that computes it (a policy's mean or \
+     log-std, logits): find the first non-finite activation or loss (torch.autograd.\
+     set_detect_anomaly, a lower learning rate, gradient clipping); a negative scale fails the \
+     same check.";
 
 /// Checks that say the loss was NaN *or* inf without saying which: Keras' TerminateOnNaN
 /// callback ("Batch 12: Invalid loss, terminating training", keras/callbacks.py) and MindSpore's
@@ -393,10 +415,9 @@ fn runtime_message(
     line: &str,
     checks: &[(&str, &'static str, &'static str)],
 ) -> Option<Option<Evidence>> {
-    let (at, &(m, category, hint)) = checks
+    let (hit, &(_, category, hint)) = checks
         .iter()
-        .find_map(|c| line.find(c.0).map(|at| (at, c)))?;
-    let hit = at..at + m.len();
+        .find_map(|c| find_message(line, c.0).map(|at| (at, c)))?;
     let hits = std::slice::from_ref(&hit);
     if super::prose::names_error_in_passing(line, hits)
         || super::code::holds_error_in_code(line, hits)
@@ -404,6 +425,23 @@ fn runtime_message(
         return Some(None);
     }
     Some(Some(headline(category, hint)))
+}
+
+/// Where `message` is on `line`: the literal, or for a format with one `{}` (a name the program
+/// fills in: "The parameter {} has invalid values") its two pieces with one word between them.
+fn find_message(line: &str, message: &str) -> Option<std::ops::Range<usize>> {
+    let Some((head, tail)) = message.split_once("{}") else {
+        return line.find(message).map(|at| at..at + message.len());
+    };
+    line.match_indices(head).find_map(|(at, _)| {
+        let rest = &line[at + head.len()..];
+        let word = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count();
+        (word > 0 && rest[word..].starts_with(tail))
+            .then(|| at..at + head.len() + word + tail.len())
+    })
 }
 
 /// Megatron-LM's rejected result ([`Patterns::unexpected`]) in the shapes it prints: after
@@ -743,7 +781,7 @@ fn loss_headline(tok: &str, either: bool) -> Evidence {
 fn is_loss(c: &regex::Captures) -> bool {
     c.name("key").is_some_and(|k| {
         let k = k.as_str().to_ascii_lowercase();
-        k.contains("loss") || !k.contains("norm")
+        k.contains("loss") || !(k.contains("norm") || k.starts_with("gradient"))
     })
 }
 

@@ -210,6 +210,7 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
         || named_as_avoided(line, hits)
         || quantified_class(line, hits)
         || met_if_you(line, hits)
+        || supposed_in_chinese(line, hits)
     {
         return true;
     }
@@ -462,6 +463,28 @@ fn met_if_you(line: &str, hits: &[Range<usize>]) -> bool {
     hits.iter()
         .all(|h| line.get(..h.start).is_some_and(|b| supposed.is_match(b)))
         && line.get(..last).is_some_and(|b| !me.is_match(b))
+}
+
+/// [`met_if_you`] in Chinese: is every one of `hits` what a sentence supposes the reader meets
+/// ("当你在深夜进行训练时,突然看到"NCCL timeout"或"unhandled cuda error"的红色报错信息", when you
+/// see …) or what may be met ("可能会遇到Assertion '…' failed这样的断言错误", you may meet …), in
+/// the same sentence, with no first person before it? A report says what it met, in the perfect
+/// ("我遇到了", "出现了") and in the first person.
+pub fn supposed_in_chinese(line: &str, hits: &[Range<usize>]) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let supposed = cached(
+        &R,
+        r"(?:(?:当|如果|若|一旦|假如|要是)(?:你|您)|(?:可能|也许|或许)会?)[^。！？!?；;\n]{0,60}?(?:遇到|碰到|看到|见到|收到|出现)[^了。！？!?；;\n]{0,80}$",
+    );
+    !hits.is_empty()
+        && hits.iter().all(|h| {
+            line.get(..h.start).is_some_and(|b| {
+                let sentence = b
+                    .rfind(['。', '！', '？', '!', '?', '；', ';'])
+                    .map_or(b, |i| &b[i..]);
+                supposed.is_match(sentence) && !cjk_cues(sentence).0
+            })
+        })
 }
 
 /// Is every one of `hits` a plural that a quantifier makes a class of errors: "Most NCCL errors

@@ -1097,9 +1097,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // %d at %s:%d: %s" (CUDA_CHECK macros). The phrase alone is everyday English and the
         // kernel's OOM killer's, so the line must also name CUDA or the GPU.
         name: "cuda_oom_runtime_text",
-        // Capitalised where a wrapper starts its message with it ("CUDA Error: Out of memory");
+        // Capitalised where a wrapper or a title starts its message with it ("CUDA Error: Out of
+        // memory", "CUDA - Out of memory, acoustic model training");
         // mid-sentence ("what to do with CUDA Out of memory errors") it is someone's prose.
-        literals: &["out of memory", ": Out of memory"],
+        literals: &["out of memory", ": Out of memory", "- Out of memory"],
         kind: Kind::Oom,
         category: "cuda_oom",
         blame: Blame::Application,
@@ -1275,6 +1276,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "CUDA error: ",
             "cuda runtime error (",
+            // With a Chinese input method's full-width parenthesis ("cuda runtime error（209）").
+            "cuda runtime error\u{ff08}",
             // The checking macros of NVIDIA's inference libraries and their forks:
             // TensorRT-LLM's "[TensorRT-LLM][ERROR] CUDA runtime error in cudaMemcpyAsync(…):
             // invalid argument (…/cudaUtils.h:NN)", FasterTransformer's and TurboMind's "[FT][ERROR]
@@ -1283,6 +1286,11 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "CUDA runtime error",
             "CUDA error ",
             "CUDA Error: ",
+            // The same head in lower case, as titles and wrappers write it ("Gym cuda error:
+            // invalid resource handle"), and PaddlePaddle's "ExternalError: Cuda error(700), an
+            // illegal memory access was encountered." (its enforce of a `cudaError_t`).
+            "cuda error: ",
+            "Cuda error(",
             // The driver API's `CUresult` names as XLA, cupy and TensorFlow print them.
             "CUDA_ERROR_",
             // The runtime API's `cudaError_t` names, e.g. a C++ `terminate` block's
@@ -1656,7 +1664,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         // Other libraries fail with "internal error" too: XLA's wording counts only where the
         // line names NCCL, as all the other literals do.
-        requires_any: &["NCCL", "nccl"],
+        requires_any: &["NCCL", "nccl", "Nccl"],
         refines: &[],
     },
     HeadlineRule {
@@ -1720,6 +1728,13 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "failed: invalid data type",
             "failed: invalid device pointer",
             "failed: invalid rank",
+            // The text after PyTorch's "NCCL error in: <file>:<line>, " (c10d NCCLUtils.hpp, as
+            // for internal errors) and PaddlePaddle's "Nccl error, " (its enforce of an
+            // `ncclResult_t`: "OSError: (External) Nccl error, invalid data type, detail: …").
+            ", invalid argument",
+            ", invalid data type",
+            ", invalid device pointer",
+            ", invalid rank",
         ],
         kind: Kind::NcclError,
         category: "nccl_invalid_argument",
@@ -1728,7 +1743,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                differs between ranks): rerun with NCCL_DEBUG=WARN to see which.",
         priority: HIGH,
         // As for internal errors: CUDA's own "invalid argument" must not read as NCCL's.
-        requires_any: &["NCCL", "nccl"],
+        requires_any: &["NCCL", "nccl", "Nccl"],
         refines: &[],
     },
     HeadlineRule {
@@ -2310,6 +2325,12 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     // spaceless `loss为nan` would cost a gate anchor of its own and is left out.
     "为 nan",
     "是 nan",
+    // A value quoted as a title quotes it ('Average loss approaches to "-nan"').
+    "\"-nan\"",
+    "'-nan'",
+    // torch.distributions rejecting a NaN parameter (numeric.rs's `RUNTIME_CHECKS`).
+    "but found invalid values",
+    "has invalid values",
     "NanLossDuringTrainingError",
     "oss in not finite",
     "oss is not finite",

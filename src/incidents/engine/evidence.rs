@@ -271,12 +271,14 @@ pub(super) fn headline(
     // followed at once by an out-of-memory headline is one failure: the allocation the check saw
     // fail. Only the generic CUDA row's incident, and only within two lines: an OOM further on,
     // another rank's perhaps, is a failure of its own.
-    let oom_of_generic_check = st.open.as_ref().is_some_and(|o| {
+    // A device-side assert is a CUDA error too (`cudaErrorAssert`): a report that says "a CUDA
+    // error" first and quotes "device-side assert triggered" a few lines on tells one failure,
+    // whose family the assert names.
+    let refines_generic_check = st.open.as_ref().is_some_and(|o| {
         o.inc.kind == Kind::CudaError
             && o.inc.category == "unknown"
             && o.headline_rule.as_deref() == Some(GENERIC_CUDA_RULE)
-            && kind == Kind::Oom
-            && f.seq <= o.last_seq + 2
+            && ((kind == Kind::Oom && f.seq <= o.last_seq + 2) || kind == Kind::DeviceAssert)
     });
     // A family that is a guess (`numeric::PROVISIONAL_RULE`) yields to the first line of its
     // kind that names one, as `unknown` does; a guess joins an open incident of its kind
@@ -284,7 +286,7 @@ pub(super) fn headline(
     let provisional = |o: &Open| {
         o.inc.category == "unknown" || o.headline_rule.as_deref() == Some(PROVISIONAL_RULE)
     };
-    let joins = oom_of_generic_check
+    let joins = refines_generic_check
         || st.open.as_ref().is_some_and(|o| {
             o.inc.kind == kind
                 && (o.headline_rule.is_none()
@@ -307,7 +309,7 @@ pub(super) fn headline(
             o.headline_rule = Some(rule.to_owned());
             o.inc.message = Some(truncate_utf8(f.text.trim(), cx.cfg.excerpt_line_bytes));
         }
-        if oom_of_generic_check {
+        if refines_generic_check {
             o.inc.kind = kind;
         }
         // A specific family refines a generic one ("CUDA error: …" → illegal address).

@@ -628,6 +628,19 @@ Mar 21 21:43:01 kernel: NVRM: GPU1 _kgspRpcRecvPoll: GSP RM heartbeat timed out
     }
 
     #[test]
+    fn a_cuda_error_then_its_device_assert_is_one_incident() {
+        let text =
+            "I'm encountering a CUDA error when trying to use GPU operations. My environment:
+PyTorch version: 2.3.1+cu121
+GPU: NVIDIA L4
+Even simple operations fail with the error: 'CUDA error: device-side assert triggered'.
+";
+        let incs = run(text);
+        assert_eq!(incs.len(), 1, "{incs:#?}");
+        assert_eq!(incs[0].kind, Kind::DeviceAssert);
+    }
+
+    #[test]
     fn init_failure_after_its_cause_opens_an_incident() {
         // The driver says what failed, then that the GPU did not initialise.
         let text = "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.172.08  Release Build

@@ -17,7 +17,7 @@
 //! rather than a list: the library and the status, lower-cased (`cusolver_execution_failed`).
 
 use super::prose::cached;
-use crate::detect::rules::{CUTLASS_STATUS_TEXTS, HEADLINE_RULES};
+use crate::detect::rules::{CUTLASS_NAMES, CUTLASS_STATUS_TEXTS, HEADLINE_RULES};
 use crate::model::{Blame, Kind};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex::Regex;
@@ -756,8 +756,7 @@ pub fn library_status(line: &str) -> Option<String> {
 /// `cutlass_not_supported`); a failed allocation is `cutlass_alloc_failed`, which counts as the
 /// GPU's memory running out.
 fn cutlass_status(line: &str) -> Option<String> {
-    let names = ["cutlass", "CUTLASS", "Cutlass"];
-    if !names.iter().any(|n| line.contains(n)) {
+    if !CUTLASS_NAMES.iter().any(|n| line.contains(n)) {
         return None;
     }
     let text = CUTLASS_STATUS_TEXTS.iter().find(|t| line.contains(*t))?;

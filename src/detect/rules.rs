@@ -1224,7 +1224,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                internal error often follows an earlier CUDA error, so replay the step with \
                CUDA_LAUNCH_BLOCKING=1.",
         priority: GENERIC,
-        requires_any: &["cutlass", "CUTLASS", "Cutlass"],
+        requires_any: &CUTLASS_NAMES,
         refines: &[],
     },
     HeadlineRule {
@@ -2209,6 +2209,9 @@ pub const MPI_SUMMARIES: [&str; 3] = [
     "non-zero exit code. Per user-direction",
     "exited with non-zero status, thus causing",
 ];
+
+/// How lines name CUTLASS, which its status texts need beside them.
+pub const CUTLASS_NAMES: [&str; 3] = ["cutlass", "CUTLASS", "Cutlass"];
 
 /// CUTLASS's status texts (`cutlassGetStatusString`, include/cutlass/cutlass.h), but `Success`
 /// and `Invalid status`; `cuda_catalog` maps each to its family.

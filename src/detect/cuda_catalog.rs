@@ -221,6 +221,7 @@ pub fn refine(line: &str) -> Option<Refined> {
     if let Some(status) = status_code(line)
         .or_else(|| cublas_status_text(line))
         .or_else(|| cutlass_status(line))
+        .or_else(|| cudnn_frontend_unsupported(line))
     {
         return Some(Refined::LibraryStatus(status));
     }
@@ -437,6 +438,9 @@ const CURAND_STATUS: StatusTable = &[
 const STATUS_BY_CODE: &[(&str, &str, &str)] = &[
     ("kernel execution error. (", "error: ", "cublas_"),
     ("cuBLAS error ", "", "cublas_"),
+    // CUDA Library Samples' cuBLASLt helper, `checkCublasStatus`: "cuBLAS API failed with
+    // status 7", then `std::logic_error("cuBLAS API failed")`.
+    ("cuBLAS API failed with status ", "", "cublas_"),
     ("CUBLAS error(", "", "cublas_"),
     ("CUFFT error(", "", "cufft_"),
     ("CUSOLVER error(", "", "cusolver_"),
@@ -481,6 +485,23 @@ const CUBLAS_STATUS_TEXT: &[(&str, &str)] = &[
         "error detected trying to check the license",
         "license_error",
     ),
+    // The same statuses in the words of the `cublasStatus_t` reference and of
+    // `cublasGetStatusString` in CUDA 11 and later: Transformer Engine's "cuBLAS Error: an
+    // unsupported value or parameter was passed to the function" (its `NVTE_CHECK_CUBLAS`),
+    // llama.cpp's "CUDA error: an unsupported value or parameter …" after a cuBLAS call.
+    ("the cuBLAS library was not initialized", "not_initialized"),
+    (
+        "an unsupported value or parameter was passed to the function",
+        "invalid_value",
+    ),
+    (
+        "the function requires a feature absent from the device architecture",
+        "arch_mismatch",
+    ),
+    (
+        "the functionality requested is not supported",
+        "not_supported",
+    ),
 ];
 
 /// The cuBLAS status whose sentence ([`CUBLAS_STATUS_TEXT`]) a line naming cuBLAS prints.
@@ -488,10 +509,34 @@ fn cublas_status_text(line: &str) -> Option<String> {
     if !line.contains("CUBLAS") && !line.contains("cuBLAS") && !line.contains("cublas") {
         return None;
     }
+    // The reference capitalises its sentences, `cublasGetStatusString` does not.
+    let lower = line.to_ascii_lowercase();
     CUBLAS_STATUS_TEXT
         .iter()
-        .find(|(text, _)| line.contains(text))
+        .find(|(text, _)| lower.contains(&text.to_ascii_lowercase()))
         .map(|(_, status)| format!("cublas_{status}"))
+}
+
+/// cuDNN's graph API (through its frontend, `cudnn_frontend`) finding no engine for the graph it
+/// was given: PyTorch's "cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support
+/// the graph." (aten/src/ATen/native/cudnn), the frontend's `GRAPH_NOT_SUPPORTED` code, and its
+/// "No valid execution plans built" / "No valid engine configs" for a graph no engine takes. The
+/// status is cuDNN's `CUDNN_STATUS_NOT_SUPPORTED`: the operation, shape or dtype has no kernel in
+/// this cuDNN on this GPU.
+fn cudnn_frontend_unsupported(line: &str) -> Option<String> {
+    if !line.contains("cudnn_frontend") && !line.contains("cuDNN Frontend") {
+        return None;
+    }
+    [
+        "No execution plans support",
+        "No valid execution plans",
+        "No valid engine config",
+        "not supported",
+        "GRAPH_NOT_SUPPORTED",
+    ]
+    .iter()
+    .any(|t| line.contains(t))
+    .then(|| "cudnn_not_supported".to_owned())
 }
 
 /// The family of a math library status that `line` prints as a number (`STATUS_BY_CODE`).

@@ -734,7 +734,10 @@ fn first_literal_at(line: &str, rule: &rules::HeadlineRule) -> usize {
 }
 
 /// The words of TensorFlow's allocator warning that disown the shortage it reports.
-const NOT_A_FAILURE: &str = "caller indicates that this is not a failure";
+const NOT_A_FAILURE: &str = NOT_A_FAILURE_SENTENCE.split_at(4).1;
+/// The disclaimer's sentence as it starts, lower-cased (a line of its own where a paste broke
+/// the warning in two).
+pub(crate) const NOT_A_FAILURE_SENTENCE: &str = "the caller indicates that this is not a failure";
 
 /// The families of a connection attempt, which a retry notice does not report.
 const CONNECT_FAMILIES: [&str; 2] = ["nccl_connection_refused", "c10d_store_connect_failed"];
@@ -1591,6 +1594,36 @@ mod tests {
         }
         // The writer's own run stays a report.
         assert!(headline(&d, "我训练时突然看到unhandled cuda error，怎么办").is_some());
+    }
+
+    /// Round twenty-three: PyTorch's warning that its build cannot run on the GPU, cuBLAS's
+    /// statuses in the reference's words and by number, cuDNN's frontend finding no engine, a
+    /// watchdog's trace without its message, NCCL's bare connect failure.
+    #[test]
+    fn round_twenty_three_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.", Kind::CudaError, "no_kernel_image"),
+            ("NVIDIA B200 with CUDA capability sm_100 is not compatible with the current PyTorch installation. The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.", Kind::CudaError, "no_kernel_image"),
+            ("    PyTorch no longer supports this GPU because it is too old.", Kind::CudaError, "no_kernel_image"),
+            ("in function cublas_gemm: cuBLAS Error: an unsupported value or parameter was passed to the function", Kind::CudaError, "cublas_invalid_value"),
+            ("cuBLAS API failed with status 7", Kind::CudaError, "cublas_invalid_value"),
+            ("cuBLAS API failed with status 1", Kind::CudaError, "cublas_not_initialized"),
+            ("RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph.", Kind::CudaError, "cudnn_not_supported"),
+            ("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, std::ratio<1l, 1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in /env/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so)", Kind::NcclError, "nccl_watchdog_timeout"),
+            ("test _internode with 2 nodes(H800) failed: NCCL Connect to 192.168.0.157<47713> failed : Software caused connection abort", Kind::NcclError, "nccl_unhandled_system_error"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // The capability printed where nothing is wrong with it.
+            "Found GPU0 NVIDIA H100 80GB HBM3 with CUDA capability sm_90",
+            // A connection of some other program.
+            "upstream 10.0.0.2<8080> failed : Connection reset by peer",
+        ] {
+            assert!(d.inspect(line).is_none(), "{line}: {:?}", d.inspect(line));
+        }
     }
 
     /// Round nineteen: older runtimes' numbered messages, the libraries' failed allocations, RMM's

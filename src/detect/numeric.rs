@@ -92,11 +92,12 @@ const KEY: &str = r"(?P<key>(?-u:\b)[a-z_]*loss[a-z_0-9]*|(?-u:\b)[a-z_]*grad(?:
 /// The non-finite token and what may follow a value (so `nan_count`, `info` or `inf.5` never
 /// count; a zero fraction as a template with `{:.1f}`-style text prints it, `loss=nan.0`; a full
 /// stop only before a space or the end; Markdown's closing `**`; a Han character,
-/// since Chinese runs its words together: `grad_norm为Nan的情况`). In
+/// since Chinese runs its words together: `grad_norm为Nan的情况`, and Korean's and Japanese
+/// particles, which attach to the word: `loss = nan이 뜨다가`, `lossがnanになる`). In
 /// the bare, verbal and group forms it is matched case-sensitively, in the spellings runtimes
 /// print: Python, numpy and PyTorch `nan`/`inf` (C's `%f` too, `%F` gives `NAN`/`INF`), and the
 /// JVM's `Double.toString` and JavaScript's `NaN`/`Infinity` (Scala/Java trainers, JS loggers).
-const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:\.0+)?(?:$|[\s,;|}\])'"`*，；。\p{Han}]|\.(?:\s|$))"#;
+const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:\.0+)?(?:$|[\s,;|}\])'"`*，；。\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]|\.(?:\s|$))"#;
 
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
@@ -108,13 +109,14 @@ fn patterns() -> &'static Patterns {
         // Fixed-width tables pad the key before its colon (`LOSS     :  nan`), and Chinese
         // reports join key and value with a copula (`loss为 nan`, `grad_norm为 nan`), also after
         // an adverb ("grad_norm总是nan", grad_norm is always nan; "grad_norm就是nan", is simply nan), and
-        // with a verb of turning into (`loss变为 nan`). A message may put the value in
+        // with a verb of turning into (`loss变为 nan`); Korean and Japanese put a subject or topic
+        // particle on the key (`loss가 nan이 발생합니다`, the loss goes nan). A message may put the value in
         // parentheses after its key: ESPnet's "loss (=nan) is not correct" (espnet/asr/
         // pytorch_backend/asr.py, `CustomUpdater.update_core`). Static-graph trainers print a
         // fetched value as the one-element array it is (PaddlePaddle's `loss: [nan]`,
         // TensorFlow 1.x's `loss = [nan]`).
         keyed: Regex::new(&format!(
-            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:(?:总|總|一直|都|还|還|又|全|就|也|仍然?|依然|始终|始終|直接)?(?:为|為|是)|\(?[:=]|变成|變成|变为|變為)[ \t]{{0,16}}(?:['"(]|\[\s{{0,2}})?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
+            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:(?:总|總|一直|都|还|還|又|全|就|也|仍然?|依然|始终|始終|直接)?(?:为|為|是)|\(?[:=]|变成|變成|变为|變為|[가이는은도がはも])[ \t]{{0,16}}(?:['"(]|\[\s{{0,2}})?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
         ))
         .expect("static regex"),
         // Fixed-width formatters pad the value into a column (`loss        nan`); metric
@@ -124,7 +126,11 @@ fn patterns() -> &'static Patterns {
             r"(?i){KEY}\]?[ \t]{{1,16}}(?:[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?(?-i:{TOKEN})"
         ))
         .expect("static regex"),
-        verbal: Regex::new(&format!(r"(?i){KEY}\s+(?:is|became|was)\s+(?-i:{TOKEN})"))
+        // The key may name whose value it is ("grad_norm of qwen2 is 'nan'"), and the value may
+        // be quoted as printed.
+        verbal: Regex::new(&format!(
+            r#"(?i){KEY}(?:\s+(?:of|for)\s+[\w.-]{{1,40}})?\s+(?:is|became|was)\s+['"`]?(?-i:{TOKEN})"#
+        ))
             .expect("static regex"),
         group: Regex::new(&format!(
             r"(?i)\blosses?\b['\x22]?\s{{0,3}}[:=]?\s{{0,3}}[\[{{(]?[^\]}})]{{0,240}}?\b[a-z_]{{1,24}}['\x22]?\s{{0,3}}[:=]?\s{{1,3}}(?-i:{TOKEN})"
@@ -808,6 +814,29 @@ mod tests {
             cat("DeepSpeed提示Loss scale already at minimum然后就自己中断训练了").as_deref(),
             Some("loss_scale_collapse")
         );
+    }
+
+    #[test]
+    fn round_twenty_three_particles_and_a_key_that_names_its_owner() {
+        // Korean and Japanese particles attach to the key and to the value.
+        assert_eq!(
+            cat("epoch 2~3부터 중간에 loss = nan이 뜨다가 loss가 무한으로 발산하는데").as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(
+            cat("ds2 모델을 학습시키려하는데 loss가 nan이 발생합니다.").as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(
+            cat("学習中に loss = nanになる").as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(cat("loss가 0.53이 나옵니다"), None);
+        assert_eq!(
+            cat("grad_norm of qwen2 is 'nan'").as_deref(),
+            Some("nan_grad_norm")
+        );
+        assert_eq!(cat("grad_norm of qwen2 is 0.5"), None);
     }
 
     #[test]

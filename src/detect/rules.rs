@@ -208,6 +208,9 @@ const NO_KERNEL_IMAGE_HINT: &str = "The binary has no kernel for this GPU's arch
 const WATCHDOG_HINT: &str = "A collective did not finish within the NCCL timeout: one rank is \
      stuck, dead or out of step. Check the lagging rank's log and node first (its own error comes \
      earlier).";
+const NCCL_SOCKET_HINT: &str = "NCCL could not connect a socket to a peer (bootstrap or the \
+    socket transport): check that the peer is alive, that NCCL_SOCKET_IFNAME picks an interface \
+    both hosts can reach (not a link-local or docker address), and the firewall.";
 const HIGH: u8 = 30;
 const MID: u8 = 20;
 pub(crate) const GENERIC: u8 = 10;
@@ -482,6 +485,28 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: NO_KERNEL_IMAGE_HINT,
         priority: HIGH,
         requires_any: &["CUDA", "cuda", "Cuda", "HIP", "hip", ".cu", "error-code"],
+        refines: &[],
+    },
+    HeadlineRule {
+        // PyTorch's check of the GPUs against the architectures its wheel was built for
+        // (torch/cuda/__init__.py, `_check_capability`): a GPU newer than the build ("NVIDIA
+        // GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch
+        // installation. The current PyTorch install supports CUDA capabilities sm_50 … sm_90.")
+        // or older than its minimum ("Found GPU0 GeForce GT 730 which is of cuda capability 3.5.
+        // PyTorch no longer supports this GPU because it is too old."). It is a warning, but no
+        // kernel of that build can run on the GPU: the first launch fails with "no kernel image is
+        // available", which joins this incident.
+        name: "torch_unsupported_capability",
+        literals: &[
+            "with CUDA capability sm_",
+            "PyTorch no longer supports this GPU because it is too old",
+        ],
+        kind: Kind::CudaError,
+        category: "no_kernel_image",
+        blame: Blame::Application,
+        hint: NO_KERNEL_IMAGE_HINT,
+        priority: HIGH,
+        requires_any: &["is not compatible with the current", "too old"],
         refines: &[],
     },
     HeadlineRule {
@@ -864,6 +889,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // space failed' while copying …" (the catalog reads either).
             "cuBLAS error ",
             "CUBLAS error ",
+            // Transformer Engine's `NVTE_CHECK_CUBLAS` ("cuBLAS Error: " and the status's
+            // sentence) and CUDA Library Samples' "cuBLAS API failed with status 7".
+            "cuBLAS Error: ",
+            "cuBLAS API failed with status",
             // Lua Torch and PyTorch before 1.1 (THC's `THCublasCheck` / `THCusparseCheck`,
             // lib/THC/THCGeneral.c): "RuntimeError: cublas runtime error : the GPU program
             // failed to execute at /pytorch/aten/src/THC/THCBlas.cu:249".
@@ -1494,6 +1523,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // `DistBackendError` since 2.1). Only as a raised exception's message: the words in a
             // sentence describe the mechanism.
             "Error: NCCL communicator was aborted",
+            // The C++ stack of that exception without its message (a paste that kept the
+            // frames): only `WorkNCCL::checkTimeout` throws it, and c10's trace names the
+            // function ("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<…>)
+            // + 0x1d2 (… libtorch_cuda.so)", "Exception raised from checkTimeout at …").
+            "WorkNCCL::checkTimeout(",
+            "Exception raised from checkTimeout at",
         ],
         kind: Kind::NcclError,
         category: "nccl_watchdog_timeout",
@@ -1614,11 +1649,24 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         kind: Kind::NcclError,
         category: "nccl_unhandled_system_error",
         blame: Blame::Unknown,
-        hint: "NCCL could not connect a socket to a peer (bootstrap or the socket transport): \
-               check that the peer is alive, that NCCL_SOCKET_IFNAME picks an interface both \
-               hosts can reach (not a link-local or docker address), and the firewall.",
+        hint: NCCL_SOCKET_HINT,
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // The same message where a caller wraps it without the function's name: "NCCL Connect to
+        // 192.168.0.157<47713> failed : Software caused connection abort". NCCL prints a peer's
+        // address as `ip<port>` (src/misc/socket.cc, `ncclSocketToString`), which ties the words
+        // to its socket layer.
+        name: "nccl_socket_connect_failed_bare",
+        literals: &["> failed : "],
+        kind: Kind::NcclError,
+        category: "nccl_unhandled_system_error",
+        blame: Blame::Unknown,
+        hint: NCCL_SOCKET_HINT,
+        priority: MID,
+        requires_any: &["NCCL Connect to ", "NCCL WARN"],
         refines: &[],
     },
     HeadlineRule {

@@ -367,12 +367,34 @@ fn framed_by_neighbours(
     // page) followed at once by advice to the reader ("If you see out of memory (OOM) errors,
     // you can try …") titles a section of a document. An issue's title shown as a heading is
     // followed by the reporter's own text or log.
+    // A numbered heading ("### 1. **RuntimeError: CUDA out of memory**") is an entry of a list
+    // of problems, an FAQ's; it may quote the exception as it is printed. The advice may come
+    // after a blank line.
     if matches!(evidence, Evidence::Headline { .. })
-        && markdown_heading(text)
+        && (markdown_heading(text) || numbered_markdown_heading(text))
         && around
             .next
+            .filter(|n| !n.trim_ascii().is_empty())
+            .or(around.after)
             .is_some_and(|n| advises_the_reader(&String::from_utf8_lossy(n)))
     {
+        return Frame::Shown;
+    }
+    // TensorFlow's allocator warning with its disclaimer on a line of its own (a paste that
+    // broke the line): "Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.14GiB." /
+    // "The caller indicates that this is not a failure, but …" (detect's `NOT_A_FAILURE`).
+    if matches!(
+        evidence,
+        Evidence::Headline {
+            kind: crate::model::Kind::Oom,
+            ..
+        }
+    ) && around.after.is_some_and(|a| {
+        String::from_utf8_lossy(a)
+            .trim_start()
+            .to_ascii_lowercase()
+            .starts_with(crate::detect::NOT_A_FAILURE_SENTENCE)
+    }) {
         return Frame::Shown;
     }
     // The first entry under a changelog's or release notes' fixes heading ("Bug Fixes",
@@ -480,18 +502,18 @@ fn log_prefixed(text: &str) -> bool {
 
 /// Does `line` speak to the reader as a document does under a heading, with advice ("If you see
 /// … errors, you can try …", "You can lower …", "To avoid it, …", "Try …") or a general
-/// explanation ("This error may be due to …", "This error usually means …"), and without a
-/// report's words?
+/// explanation ("This error may be due to …", "This error usually means …", "It occurs when …"),
+/// and without a report's words after its opening (whose "occurs" is the general present)?
 fn advises_the_reader(line: &str) -> bool {
     static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    R.get_or_init(|| {
+    let opening = R.get_or_init(|| {
         regex::Regex::new(
-            r"(?i)^\s*(?:(?:if|when|whenever|once)\s+you\b|you\s+(?:can|may|might|should|could)\b|to\s+(?:fix|avoid|resolve|solve|prevent)\b|try\s|this\s+(?:error|exception|message)\s+(?:may|might|can|could|usually|typically|often|generally|is\s+(?:usually|typically|often|generally))\b)",
+            r"(?i)^\s*(?:(?:if|when|whenever|once)\s+you\b|you\s+(?:can|may|might|should|could)\b|to\s+(?:fix|avoid|resolve|solve|prevent)\b|try\s|(?:it|this)\s+(?:error\s+)?(?:occurs|happens|appears|means)\s+(?:when|if|because)\b|this\s+(?:error|exception|message)\s+(?:may|might|can|could|usually|typically|often|generally|is\s+(?:usually|typically|often|generally))\b)",
         )
         .expect("static regex")
     })
-    .is_match(line)
-        && !crate::detect::prose::has_report_cue(line)
+    .find(line);
+    opening.is_some_and(|m| !crate::detect::prose::has_report_cue(&line[m.end()..]))
 }
 
 /// Is `text` one quoted string and nothing else but a trailing `,` or `)`? (A string that ends
@@ -524,6 +546,17 @@ fn markdown_heading(text: &str) -> bool {
             .chars()
             .all(|c| c.is_alphabetic() || matches!(c, ' ' | ':' | ',' | '.' | '-' | '!'))
         && heading_shaped(words)
+}
+
+/// A Markdown ATX heading whose text starts with an item number ("### 1. …", "## 2) …"), with
+/// or without emphasis around the rest, and holds no path, quote or `=`.
+fn numbered_markdown_heading(text: &str) -> bool {
+    static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    crate::detect::prose::cached(
+        &R,
+        r#"^\s{0,3}#{1,6}\s+\d{1,2}[.)]\s+(?:\*\*|__)?[\w .,:!-]{3,120}(?:\*\*|__)?\s*$"#,
+    )
+    .is_match(text)
 }
 
 /// A line that may be a heading: no exception class name (`RuntimeError`, `OutOfMemoryError`),
@@ -1211,6 +1244,22 @@ mod first_line {
             ("### CUDA out of memory\ntorch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.\n", 2),
             ("### \"THCudaCheck FAIL file=/src/THC/THCGeneral.c line=70 error=2 : out of memory\"\n", 1),
             ("# APP : FATAL : Cuda driver error 700 : CUDA_ERROR_ILLEGAL_ADDRESS : an illegal memory access was encountered\n", 1),
+            // An FAQ's numbered entry may quote the exception; its advice may follow a blank line.
+            ("### 1. **RuntimeError: CUDA out of memory**\n\nIt occurs when your GPU has no available memory, try to decrease `batch size`\n", 0),
+            ("## CUDA out of memory\n\nYou can lower the batch size.\n", 0),
+            // The general present only opens the advice: a report's words after it still count.
+            ("### 1. RuntimeError: CUDA out of memory\nIt occurs when I run train.py on my node.\n", 1),
+            ("### RuntimeError: CUDA out of memory\n\nIt occurs when your GPU has no available memory.\n", 1),
+        ]);
+    }
+
+    /// TensorFlow's allocator warning disowns the shortage it reports, also when a paste put its
+    /// disclaimer on a line of its own; the failure's own summary is still an incident.
+    #[test]
+    fn an_allocator_warning_with_its_disclaimer_apart_is_no_shortage() {
+        assert_counts(&[
+            ("2020-02-10 13:01:25.447825: W tensorflow/core/common_runtime/bfc_allocator.cc:219] Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.14GiB.\n\nThe caller indicates that this is not a failure, but may mean that there could be performance gains if more memory were available.\n", 0),
+            ("2020-02-10 13:01:25.447825: W tensorflow/core/common_runtime/bfc_allocator.cc:219] Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.14GiB (rounded to 2298478592).  Current allocation summary follows.\n", 1),
         ]);
     }
 

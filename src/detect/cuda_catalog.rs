@@ -599,7 +599,7 @@ struct NumberedError {
 ///
 /// Chinese input methods type full-width parentheses: "cuda runtime error（209）" reads as
 /// "cuda runtime error (209)".
-const NUMBERED_ERRORS: [NumberedError; 11] = [
+const NUMBERED_ERRORS: [NumberedError; 12] = [
     NumberedError {
         head: "CudaAPIError: [",
         end: Some(']'),
@@ -663,6 +663,14 @@ const NUMBERED_ERRORS: [NumberedError; 11] = [
     NumberedError {
         head: "Cuda error(",
         end: Some(')'),
+        radix: 10,
+        driver: false,
+    },
+    // nvdiffrast's `NVDR_CHECK_CUDA_ERROR` (common/framework.h): the `cudaError_t` and then the
+    // failing call in brackets, "RuntimeError: Cuda error: 2[cudaMalloc(&m_gpuPtr, bytes);]".
+    NumberedError {
+        head: "Cuda error: ",
+        end: None,
         radix: 10,
         driver: false,
     },

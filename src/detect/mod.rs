@@ -1612,6 +1612,12 @@ mod tests {
             ("RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph.", Kind::CudaError, "cudnn_not_supported"),
             ("frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, std::ratio<1l, 1000l> > >) + 0x1d2 (0x1554e9e0f8f2 in /env/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so)", Kind::NcclError, "nccl_watchdog_timeout"),
             ("test _internode with 2 nodes(H800) failed: NCCL Connect to 192.168.0.157<47713> failed : Software caused connection abort", Kind::NcclError, "nccl_unhandled_system_error"),
+            // nvdiffrast's check prints the `cudaError_t` before the call it made.
+            ("RuntimeError: Cuda error: 2[cudaMalloc(&m_gpuPtr, bytes);]", Kind::Oom, "cuda_oom"),
+            ("RuntimeError: Cuda error: 400[cudaGraphicsMapResources(2, &s.cudaPosBuffer, stream);]", Kind::CudaError, "invalid_resource_handle"),
+            ("[Bug] [spec decode] [flash_attn]: CUDA illegal memory access when calling flash_attn_cuda.fwd_kvcache", Kind::CudaError, "illegal_memory_access"),
+            // A number that is no error's value leaves the error unnamed.
+            ("Cuda error: 2nd device busy", Kind::CudaError, "unknown"),
         ] {
             assert!(d.gate_matches(line.as_bytes()), "{line}");
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");

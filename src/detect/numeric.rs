@@ -114,9 +114,10 @@ fn patterns() -> &'static Patterns {
         // parentheses after its key: ESPnet's "loss (=nan) is not correct" (espnet/asr/
         // pytorch_backend/asr.py, `CustomUpdater.update_core`). Static-graph trainers print a
         // fetched value as the one-element array it is (PaddlePaddle's `loss: [nan]`,
-        // TensorFlow 1.x's `loss = [nan]`).
+        // TensorFlow 1.x's `loss = [nan]`). A script may print the expression it read the value
+        // with (`print("train loss.item():", loss.item())`).
         keyed: Regex::new(&format!(
-            r#"(?i){KEY}['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:(?:总|總|一直|都|还|還|又|全|就|也|仍然?|依然|始终|始終|直接)?(?:为|為|是)|\(?[:=]|变成|變成|变为|變為|[가이는은도がはも])[ \t]{{0,16}}(?:['"(]|\[\s{{0,2}})?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
+            r#"(?i){KEY}(?:\.item\(\))?['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:(?:总|總|一直|都|还|還|又|全|就|也|仍然?|依然|始终|始終|直接)?(?:为|為|是)|\(?[:=]|变成|變成|变为|變為|[가이는은도がはも])[ \t]{{0,16}}(?:['"(]|\[\s{{0,2}})?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
         ))
         .expect("static regex"),
         // Fixed-width formatters pad the value into a column (`loss        nan`); metric
@@ -837,6 +838,12 @@ mod tests {
             Some("nan_grad_norm")
         );
         assert_eq!(cat("grad_norm of qwen2 is 0.5"), None);
+        // The expression a script read the value with.
+        assert_eq!(
+            cat("train loss.item(): nan").as_deref(),
+            Some("non_finite_loss")
+        );
+        assert_eq!(cat("train loss.item(): 0.25"), None);
     }
 
     #[test]

@@ -272,6 +272,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "an illegal memory access was encountered",
             "CUDA_ERROR_ILLEGAL_ADDRESS",
             "cudaErrorIllegalAddress",
+            // A title's shortening: "[Bug]: CUDA illegal memory access when calling
+            // flash_attn_cuda.fwd_kvcache".
+            "CUDA illegal memory access",
             // compute-sanitizer's (and cuda-memcheck's) memcheck report of the access itself:
             // "========= Invalid __global__ write of size 4 bytes" (Compute Sanitizer user
             // manual, "Memcheck Tool"; __shared__ and __local__ for the other address spaces).

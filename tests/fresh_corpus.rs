@@ -1,5 +1,5 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh26/` (round twenty-two, which collected two), all spent and kept for regressions.
+//! through `tests/fresh28/` (round twenty-three, which collected two), all spent and kept for regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -629,4 +629,14 @@ fn fresh25_set_scores() {
 #[test]
 fn fresh26_set_scores() {
     score("fresh26");
+}
+
+#[test]
+fn fresh27_set_scores() {
+    score("fresh27");
+}
+
+#[test]
+fn fresh28_set_scores() {
+    score("fresh28");
 }

@@ -462,6 +462,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         name: "cuda_no_kernel_image",
         literals: &[
             "no kernel image is available for execution",
+            // Capitalised where a page or a wrapper starts its sentence with it ("RuntimeError: No
+            // kernel image is available for execution on the device").
+            "No kernel image is available for execution",
             "CUDA_ERROR_NO_BINARY_FOR_GPU",
             "cudaErrorNoKernelImageForDevice",
         ],

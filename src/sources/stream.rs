@@ -390,10 +390,11 @@ fn framed_by_neighbours(
             ..
         }
     ) && around.after.is_some_and(|a| {
+        let sentence = crate::detect::NOT_A_FAILURE_SENTENCE;
         String::from_utf8_lossy(a)
             .trim_start()
-            .to_ascii_lowercase()
-            .starts_with(crate::detect::NOT_A_FAILURE_SENTENCE)
+            .get(..sentence.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(sentence))
     }) {
         return Frame::Shown;
     }

@@ -1,5 +1,5 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh28/` (round twenty-three, which collected two), all spent and kept for regressions.
+//! through `tests/fresh29/` (round twenty-four), all spent and kept for regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -639,4 +639,9 @@ fn fresh27_set_scores() {
 #[test]
 fn fresh28_set_scores() {
     score("fresh28");
+}
+
+#[test]
+fn fresh29_set_scores() {
+    score("fresh29");
 }

@@ -595,11 +595,15 @@ struct NumberedError {
 ///   "Invalid error code (700)", and cutorch's "cuda runtime error (701) : unrecognized error
 ///   code", where the runtime was older than the driver that returned the value;
 /// - PaddlePaddle's "ExternalError: Cuda error(700), an illegal memory access was encountered."
-///   (a `cudaError_t`).
+///   (a `cudaError_t`);
+/// - spconv's tensorview check, "spconv/indice.cu 60 cuda execution failed with error 98" (a
+///   `cudaError_t`; tensorview/include/tensorview/cuda_utils.h, `TV_CHECK_CUDA_ERR`);
+/// - PhysX's "PhysX Internal CUDA error. Simulation cannot continue! Error code 700!" (a
+///   `CUresult`; physx/source/physx/src/NpScene.cpp).
 ///
 /// Chinese input methods type full-width parentheses: "cuda runtime error（209）" reads as
 /// "cuda runtime error (209)".
-const NUMBERED_ERRORS: [NumberedError; 12] = [
+const NUMBERED_ERRORS: [NumberedError; 14] = [
     NumberedError {
         head: "CudaAPIError: [",
         end: Some(']'),
@@ -674,6 +678,18 @@ const NUMBERED_ERRORS: [NumberedError; 12] = [
         radix: 10,
         driver: false,
     },
+    NumberedError {
+        head: "cuda execution failed with error ",
+        end: None,
+        radix: 10,
+        driver: false,
+    },
+    NumberedError {
+        head: "Simulation cannot continue! Error code ",
+        end: None,
+        radix: 10,
+        driver: true,
+    },
 ];
 
 /// Wrappers that name the failing call between their words and the number, read by pattern:
@@ -682,13 +698,25 @@ const NUMBERED_ERRORS: [NumberedError; 12] = [
 ///   returned error 205: Map failed" (its own wording of the driver API's `CUresult`);
 /// - TensorRT 5 to 7: "runtime.cpp (16) - Cuda Error in allocate: 2" (a `cudaError_t`; 2 is
 ///   `cudaErrorMemoryAllocation`), before "terminate called after throwing an instance of
-///   'nvinfer1::CudaError'".
+///   'nvinfer1::CudaError'";
+/// - PhysX's GPU pipeline, a driver call's `CUresult`: "SynchronizeStreams cuEventRecord failed
+///   with error 700" (gpucommon/include/PxgCudaUtils.h) and a stage's "Synchronizing GPU
+///   Narrowphase failed! 700" (gpunarrowphase/src/PxgNarrowphaseCore.cpp).
 fn numbered_by_call(line: &str) -> Option<&'static CudaError> {
     static DRIVER: OnceLock<Regex> = OnceLock::new();
     static RUNTIME: OnceLock<Regex> = OnceLock::new();
+    static PHYSX: OnceLock<Regex> = OnceLock::new();
     let (re, driver) = if line.contains(" returned error ") {
         (
             cached(&DRIVER, r"\bcall to cu[A-Z]\w* returned error (\d{1,4})\b"),
+            true,
+        )
+    } else if line.contains(" failed with error ") || line.contains(" failed! ") {
+        (
+            cached(
+                &PHYSX,
+                r"(?:\bcu[A-Z]\w* failed with error|\bGPU \w+ failed!) (\d{1,4})\b",
+            ),
             true,
         )
     } else if line.contains("Cuda Error in ") {

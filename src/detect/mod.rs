@@ -559,8 +559,11 @@ impl DetectorSet {
             return Some(Evidence::Continuation);
         }
         if kernel_event(Owner::Driver) {
-            if let Some(e) = xid::parse_gpu_event(line) {
-                return Some(e);
+            // A line that also holds a GPU-event literal was read above, with the same answer.
+            if !kernel_event(Owner::GpuEvent) {
+                if let Some(e) = xid::parse_gpu_event(line) {
+                    return Some(e);
+                }
             }
             if xid::driver_failure(line) {
                 return Some(Evidence::DriverFailure);
@@ -677,11 +680,13 @@ fn compound_noun_head(rest: &str) -> bool {
 /// Rows whose wording is only a CUDA error when the catalog can name the message after it:
 /// Caffe2's "Error at: <file>.cu:<line>: <message>", Triton's and TensorRT's wrappers, a checking
 /// macro's "<call> failed with error <message>".
-const REFINED_ONLY: [&str; 4] = [
+const REFINED_ONLY: [&str; 6] = [
     "cutlass_status",
     "caffe2_cuda_enforce",
     "cuda_error_wrapped",
     "cuda_call_failed_with_error",
+    "jaxlib_operation_failed",
+    "physx_error_numbered",
 ];
 
 /// Keeps the headline rows whose hit (the range at the same index of `hits`) starts before `at`,
@@ -1637,6 +1642,40 @@ mod tests {
             "Found GPU0 NVIDIA H100 80GB HBM3 with CUDA capability sm_90",
             // A connection of some other program.
             "upstream 10.0.0.2<8080> failed : Connection reset by peer",
+        ] {
+            assert!(d.inspect(line).is_none(), "{line}: {:?}", d.inspect(line));
+        }
+    }
+
+    /// Round twenty-four: PhysX's GPU pipeline, jaxlib's failed operations, spconv's numbered
+    /// check, the c10d store's own timeout.
+    #[test]
+    fn round_twenty_four_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("2022-09-22 01:17:40 [28,764ms] [Error] [omni.physx.plugin] PhysX error: GPU solveSelfConstraints fail to launch kernel!!", Kind::CudaError, "unknown"),
+            ("/buildAgent/work/99bede84aa0a52c2/source/gpuarticulation/src/PxgArticulationCore.cpp (859) : internal error : GPU solveSelfConstraints fail to launch kernel!!", Kind::CudaError, "unknown"),
+            ("2024-11-25 09:13:08 [11,526ms] [Error] [omni.physx.plugin] PhysX error: Synchronizing GPU Narrowphase failed! 700", Kind::CudaError, "illegal_memory_access"),
+            ("[Error] [omni.physx.plugin] PhysX error: SynchronizeStreams cuEventRecord failed with error 700", Kind::CudaError, "illegal_memory_access"),
+            ("[omni.physx.plugin] PhysX error: PhysX Internal CUDA error. Simulation cannot continue! Error code 700!", Kind::CudaError, "illegal_memory_access"),
+            ("[Error] [omni.physx.plugin] Cuda context manager error, simulation will be stopped and new cuda context manager will be created.", Kind::CudaError, "unknown"),
+            ("2022-05-30 17:05:03,971 Could not predict test_b38f0. Not Enough GPU memory? INTERNAL: CustomCall failed: jaxlib/cuda_prng_kernels.cc:30: operation cudaGetLastError() failed: the provided PTX was compiled with an unsupported toolchain.", Kind::CudaError, "unsupported_ptx_version"),
+            ("spconv/indice.cu 60 cuda execution failed with error 98", Kind::CudaError, "no_kernel_image"),
+            ("RuntimeError indice_cuda.cu 124 cuda execution failed with error 2", Kind::Oom, "cuda_oom"),
+            ("RuntimeError: [1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Timeout waiting for key: default_pg/0/0 after 1800000 ms", Kind::NcclError, "c10d_store_get_timeout"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // Title case is a document's heading ("Common Causes of CUDA Out of Memory Errors").
+            "CUDA Out of Memory",
+            // PhysX's other errors are about the scene, not CUDA.
+            "[Error] [omni.physx.plugin] PhysX error: The application needs to increase PxGpuDynamicsMemoryConfig::foundLostPairsCapacity to 2097152 , otherwise, the simulation will miss interactions",
+            // Another library's failed operation whose message names no CUDA error.
+            "operation open(path) failed: No such file or directory",
+            // A physics stage that failed with no number.
+            "PhysX error: Synchronizing GPU Narrowphase failed! retrying",
         ] {
             assert!(d.inspect(line).is_none(), "{line}: {:?}", d.inspect(line));
         }

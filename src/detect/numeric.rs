@@ -314,6 +314,19 @@ const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
         "nan_output",
         DISTRIBUTION_HINT,
     ),
+    // The same check by the words of its first half, where a paste or a title cut the sentence
+    // before "but found invalid values".
+    (
+        "Error: Expected parameter ",
+        "nan_output",
+        DISTRIBUTION_HINT,
+    ),
+    // torch.normal's check of its standard deviation (aten/src/ATen/native/
+    // DistributionTemplates.h, `CHECK_NORMAL_TENSOR_STD`: "normal expects all elements of std
+    // >= 0.0"; `CHECK_NORMAL_STD`: "normal expects std >= 0.0, but found std nan"): a NaN fails
+    // the comparison, and a Gaussian policy's `sample()` is where a NaN log-std from its
+    // network surfaces first.
+    ("Error: normal expects", "nan_output", DISTRIBUTION_HINT),
     (" NaN's was produced in", "nan_output", OUTPUT_HINT),
     (
         "Error: probability tensor contains either",
@@ -333,7 +346,56 @@ const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
         "non_finite_value",
         VALUE_HINT,
     ),
+    // fairseq's trainer when the gradients' norm is not finite: "FloatingPointError: gradients
+    // are Nan/Inf" (fairseq/trainer.py, `train_step`), and the NaN detector it then runs over
+    // the step, one warning per module: "NaN detected in output of decoder.layers.3, shape:
+    // torch.Size([…]), forward" (fairseq/nan_detector.py, `_detect`; "backward" for a
+    // gradient).
+    ("Error: gradients are Nan/Inf", "nan_grad_norm", GRAD_HINT),
+    (
+        " NaN detected in output of",
+        "non_finite_value",
+        NAN_DETECTOR_HINT,
+    ),
+    (
+        " Inf detected in output of",
+        "non_finite_value",
+        NAN_DETECTOR_HINT,
+    ),
+    // Physics engines whose state went non-finite. MuJoCo (also under MJX, Brax, dm_control,
+    // gymnasium): "WARNING: Nan, Inf or huge value in QACC at DOF 0. The simulation is
+    // unstable. Time = 0.1200." (mujoco/src/engine/engine_support.c, `mju_warningText`, also
+    // QPOS, QVEL and CTRL at ACTUATOR); MuJoCo resets the state and goes on, so a policy that
+    // produced the value keeps producing it. OpenMM: "OpenMMException: Particle coordinate is
+    // nan" ("NaN" in later releases; openmmapi/src/ContextImpl.cpp and the platforms' checks of
+    // positions).
+    (
+        "Nan, Inf or huge value in ",
+        "simulation_unstable_nan",
+        SIMULATION_HINT,
+    ),
+    (
+        "Particle coordinate is nan",
+        "simulation_unstable_nan",
+        SIMULATION_HINT,
+    ),
+    (
+        "Particle coordinate is NaN",
+        "simulation_unstable_nan",
+        SIMULATION_HINT,
+    ),
 ];
+
+const NAN_DETECTOR_HINT: &str = "fairseq's NaN detector found a non-finite tensor in the output \
+     (forward) or gradient (backward) of the module it names; the first module named is where \
+     values first went non-finite: check that layer's inputs, lower the learning rate, clip \
+     gradients, or run that layer in fp32 or bf16.";
+
+const SIMULATION_HINT: &str = "The physics simulation's state became NaN, infinite or huge: \
+     the controls or forces it was given were non-finite or too large for its time step (a \
+     policy that outputs NaN or unbounded actions), or the model is unstable (stiff contacts, \
+     bad initial positions). Check the actions and observations for NaN, clip actions, reduce \
+     the time step or minimise energy before dynamics.";
 
 const DISTRIBUTION_HINT: &str = "A torch.distributions distribution got a parameter outside \
      its constraint, nearly always NaN from the network that computes it (a policy's mean or \
@@ -815,6 +877,33 @@ mod tests {
             cat("DeepSpeed提示Loss scale already at minimum然后就自己中断训练了").as_deref(),
             Some("loss_scale_collapse")
         );
+    }
+
+    #[test]
+    fn round_twenty_four_trainer_checks_and_simulations() {
+        for (line, want) in [
+            ("FloatingPointError: gradients are Nan/Inf", "nan_grad_norm"),
+            ("[2022-11-07 00:33:16,340][fairseq.nan_detector][WARNING] - Inf detected in output of , shape: torch.Size([1464, 505]), forward", "non_finite_value"),
+            ("2021-03-01 10:00:00 | WARNING | fairseq.nan_detector | NaN detected in output of decoder.layers.3.self_attn, shape: torch.Size([8, 128, 512]), backward", "non_finite_value"),
+            ("RuntimeError: normal expects all elements of std >= 0.0", "nan_output"),
+            ("`RuntimeError: normal expects all elements of std >= 0.0`", "nan_output"),
+            ("ValueError: Expected parameter loc (Tensor of shape (1, 2)) of distribution Normal(loc: torch.Size([1, 2]), scale: torch.Size([1, 2])) to satisfy the constraint Real(), but found inval", "nan_output"),
+            ("WARNING: Nan, Inf or huge value in CTRL at ACTUATOR 0. The simulation is unstable. Time = 0.6000.", "simulation_unstable_nan"),
+            ("WARNING: Nan, Inf or huge value in QACC at DOF 13. The simulation is unstable. Time = 0.2520.", "simulation_unstable_nan"),
+            ("openmm.OpenMMException: Particle coordinate is NaN.  For more information, see https://github.com/openmm/openmm/wiki/Frequently-Asked-Questions#nan", "simulation_unstable_nan"),
+            ("Exception: Particle coordinate is nan", "simulation_unstable_nan"),
+        ] {
+            assert_eq!(cat(line), Some(want.to_owned()), "{line}");
+        }
+        for line in [
+            // Code that compares an exception's text with the message.
+            "            if str(e) == 'Particle coordinate is nan':",
+            // Sentences that tell what the messages mean.
+            "The warning \"Nan, Inf or huge value in QACC\" typically indicates that the simulation is unstable.",
+            "If you see `Particle coordinate is NaN`, the time step is usually too large.",
+        ] {
+            assert_eq!(cat(line), None, "{line}");
+        }
     }
 
     #[test]

@@ -1404,13 +1404,95 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // CTranslate2 (faster-whisper, WhisperX) throws the bare "CUDA failed with error
         // <cudaGetErrorString>" (src/cuda/utils.h, `CUDA_CHECK`), and TensorFlow's device setup
         // "CUDA runtime implicit initialization on GPU:0 failed. Status: <cudaGetErrorString>"
-        // (core/common_runtime/gpu/gpu_device.cc).
+        // (core/common_runtime/gpu/gpu_device.cc). spconv's and cumm's tensorview check prints the
+        // file and line, then "cuda execution failed with error 98" with the `cudaError_t` value,
+        // and its message only in later releases (tensorview/include/tensorview/cuda_utils.h,
+        // `TV_CHECK_CUDA_ERR`).
         name: "cuda_call_failed_with_error",
         literals: &[
             ") failed with error ",
             "CUDA failed with error ",
             "initialization on GPU:",
+            "cuda execution failed with error ",
         ],
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: GENERIC_CUDA_HINT,
+        priority: GENERIC,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // jaxlib's GPU custom calls turn a failed CUDA or library call into a status that names
+        // the expression and the library's message: "INTERNAL: CustomCall failed:
+        // jaxlib/cuda_prng_kernels.cc:30: operation cudaGetLastError() failed: the provided PTX
+        // was compiled with an unsupported toolchain." (jaxlib/gpu/gpu_kernel_helpers.cc,
+        // `AsStatus`: "%s:%d: operation %s failed: %s"). Counted only where `cuda_catalog` names
+        // the message (detect's `REFINED_ONLY`): the words are any call's.
+        name: "jaxlib_operation_failed",
+        literals: &[") failed: "],
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: GENERIC_CUDA_HINT,
+        priority: GENERIC,
+        requires_any: &[": operation "],
+        refines: &[],
+    },
+    HeadlineRule {
+        // PhysX's GPU pipeline (Isaac Gym, Isaac Sim/Lab, SAPIEN) reports a kernel it could not
+        // launch through its error callback: "GPU solveSelfConstraints fail to launch kernel!!"
+        // (physx/source/gpu*/src/*.cpp, `PxGetFoundation().error(PxErrorCode::eINTERNAL_ERROR,
+        // …)` after `cuLaunchKernel` fails; a few sites say "fail to launch!!"), printed as
+        // "…/PxgArticulationCore.cpp (859) : internal error : GPU … fail to launch kernel!!" or
+        // by Omniverse as "[omni.physx.plugin] PhysX error: GPU … fail to launch kernel!!".
+        // The launch fails because the context already holds an error, which the log names
+        // later, if at all ("Gym cuda error: an illegal memory access was encountered"): the
+        // family stays `unknown` so that a line naming the error refines it.
+        name: "physx_kernel_launch_failed",
+        literals: &["internal error : GPU ", "PhysX error: GPU "],
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: "PhysX could not launch a GPU kernel: the simulation's CUDA context is usually \
+               broken by an earlier error (an illegal address in the GPU pipeline, often when \
+               contacts or pairs outgrow the GPU buffers: raise the PxGpuDynamicsMemoryConfig \
+               capacities the log names) or the GPU ran out of memory. Find the first PhysX or \
+               CUDA error above; fewer environments or a smaller scene confirm a capacity cause.",
+        priority: MID,
+        requires_any: &["fail to launch"],
+        refines: &[],
+    },
+    HeadlineRule {
+        // PhysX's own CUDA failures without a launch: "PhysX Internal CUDA error. Simulation
+        // cannot continue! Error code 700!" (physx/source/physx/src/NpScene.cpp, the `CUresult`
+        // at the end in later releases) and Omniverse's PhysX extension once the context holds
+        // an error other than out-of-memory: "Cuda context manager error, simulation will be
+        // stopped and new cuda context manager will be created." The number, where printed,
+        // names the error; a later line's family refines the incident.
+        name: "physx_cuda_error",
+        literals: &[
+            "PhysX Internal CUDA error",
+            "Cuda context manager error, simulation",
+        ],
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: GENERIC_CUDA_HINT,
+        priority: GENERIC,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // PhysX's checks that print a CUDA driver call's `CUresult`: "PhysX error:
+        // SynchronizeStreams cuEventRecord failed with error 700", "PhysX error: Synchronizing
+        // GPU Narrowphase failed! 700" (physx/source/gpucommon/include/PxgCudaUtils.h,
+        // gpunarrowphase/src/PxgNarrowphaseCore.cpp). Counted only where `cuda_catalog` names the
+        // number (detect's `REFINED_ONLY`): PhysX's other errors (a buffer capacity to raise)
+        // are not CUDA failures.
+        name: "physx_error_numbered",
+        literals: &["PhysX error: "],
         kind: Kind::CudaError,
         category: "unknown",
         blame: Blame::Unknown,
@@ -2054,7 +2136,14 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // timeout (`doWait`'s "wait timeout after …", the 1.x client's "Socket Timeout") with
         // the unique id on the line: another error of the same fetch has its own row.
         name: "c10d_store_get_timeout",
-        literals: &["wait timeout after", "Socket Timeout"],
+        // The store's own wording when its wait ran out: "store->get('0') got error: Timeout
+        // waiting for key: default_pg/0/0 after 1800000 ms" (TCPStore.cpp, `doWait`, releases of
+        // 2022).
+        literals: &[
+            "wait timeout after",
+            "Socket Timeout",
+            "Timeout waiting for key",
+        ],
         kind: Kind::NcclError,
         category: "c10d_store_get_timeout",
         blame: Blame::Unknown,
@@ -2412,6 +2501,17 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     "oss scale already at minimum",
     "Minimum loss scale reached",
     "FloatingPointError: Minimum loss",
+    // fairseq's trainer and NaN detector, torch.normal's check of its standard deviation,
+    // torch.distributions' parameter check, and physics engines whose state went non-finite
+    // (numeric.rs's `RUNTIME_CHECKS`).
+    "Error: gradients are Nan/Inf",
+    " NaN detected in output of",
+    " Inf detected in output of",
+    "Error: normal expects",
+    "Error: Expected parameter ",
+    "Nan, Inf or huge value in ",
+    "Particle coordinate is nan",
+    "Particle coordinate is NaN",
 ];
 
 #[cfg(test)]

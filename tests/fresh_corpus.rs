@@ -1,5 +1,5 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh29/` (round twenty-four), all spent and kept for regressions.
+//! through `tests/fresh30/` (round twenty-four, which collected two), all spent and kept for regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -644,4 +644,9 @@ fn fresh28_set_scores() {
 #[test]
 fn fresh29_set_scores() {
     score("fresh29");
+}
+
+#[test]
+fn fresh30_set_scores() {
+    score("fresh30");
 }

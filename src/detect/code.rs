@@ -76,13 +76,13 @@ fn compared_before() -> &'static Regex {
 }
 
 /// Just after a literal that is compared or tested for membership, with a code operand:
-/// `" in str(e):`, `" in stderr`, `" == msg)`. ("caught 'CUDA out of memory' in step 1200" is
+/// `" in str(e):`, `" in stderr`, `" == msg)`, `" in exception.args[0]`. ("caught 'CUDA out of memory' in step 1200" is
 /// a sentence.)
 fn compared_after() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"^\s*(?:not\s+in|in|==|!=|===|!==)\s+[\w.]+(?:\([^)]*\))?\s*(?:[:),\]]|\band\b|\bor\b|\bif\b|\belse\b|$)",
+        r"^\s*(?:not\s+in|in|==|!=|===|!==)\s+[\w.]+(?:\([^)]*\))?(?:\[[^\]]*\])*\s*(?:[:),\]]|\band\b|\bor\b|\bif\b|\belse\b|$)",
     )
 }
 
@@ -273,6 +273,34 @@ pub fn string_field(line: &str) -> bool {
     })
 }
 
+/// A line that is one string literal and the punctuation of the list, call or concatenation it
+/// sits in, perhaps with a comment: an element of a list of patterns (`"CUDA out of memory.",  #
+/// CUDA OOM`), a piece of a message built over several lines (`"Some NCCL operations have failed
+/// or timed out. Due to the ",`), also behind a unified diff's `+`/`-` or a bullet. A program
+/// prints no comment and no separator after its message. A literal that holds an escaped
+/// newline is captured output held as data (a notebook's `"…\n",`), and is left to the rest.
+fn list_element() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r#"^[-+*]?\s*(?:[rRbBfFuUL]{1,2})?(?:"(?:[^"\\]|\\[^n])*"|'(?:[^'\\]|\\[^n])*')\s*(?:[,+;\])]\s*)+(?:(?:#|//).*)?$"#,
+    )
+}
+
+/// A line of source that holds only a string literal: an element or piece of a list, call or
+/// concatenation ([`list_element`]), or a literal alone that is a format string (`'Loss is NaN
+/// or inf at step %d, will terminate within the'`, a piece of Python's implicit concatenation).
+pub fn literal_line(line: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    list_element().is_match(line)
+        || (cached(
+            &R,
+            r#"^[-+*]?\s*(?:[rRbBfFuUL]{1,2})?(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')\s*$"#,
+        )
+        .is_match(line)
+            && placeholder().is_match(line))
+}
+
 /// Several `key=value` pairs with no spaces around `=`, as logfmt output has
 /// (`time=… level=error msg="…"`): output of a program, not an assignment.
 fn logfmt(line: &str) -> bool {
@@ -289,7 +317,11 @@ pub fn holds_error_in_code(line: &str, hits: &[Range<usize>]) -> bool {
     if hits.is_empty() {
         return false;
     }
-    if handler_clause().is_match(line) || pattern_field().is_match(line) || class_alone(line) {
+    if handler_clause().is_match(line)
+        || pattern_field().is_match(line)
+        || class_alone(line)
+        || literal_line(line)
+    {
         return true;
     }
     if hits
@@ -414,10 +446,15 @@ fn defined_or_glossed(line: &str, hit: &Range<usize>) -> bool {
         return false;
     }
     let opens_line = declaration_start().is_match(before);
-    (opens_line
-        && (defined_after().is_match(after)
-            || described_in_table().is_match(after)
-            || described_after().is_match(after)))
+    // A statement that assigns or returns the value (`ret = ncclUnhandledCudaError;`, `return
+    // cudaErrorMemoryAllocation;`): output never ends an error's name with `;`.
+    let statement_value = after.trim() == ";"
+        && (before.trim_end().ends_with('=') || before.trim_end().ends_with("return"));
+    statement_value
+        || (opens_line
+            && (defined_after().is_match(after)
+                || described_in_table().is_match(after)
+                || described_after().is_match(after)))
         || switch_label(before, after)
         || glossed_before().is_match(before)
         || explained_after().is_match(after)

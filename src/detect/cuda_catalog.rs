@@ -701,7 +701,9 @@ const NUMBERED_ERRORS: [NumberedError; 14] = [
 ///   'nvinfer1::CudaError'";
 /// - PhysX's GPU pipeline, a driver call's `CUresult`: "SynchronizeStreams cuEventRecord failed
 ///   with error 700" (gpucommon/include/PxgCudaUtils.h) and a stage's "Synchronizing GPU
-///   Narrowphase failed! 700" (gpunarrowphase/src/PxgNarrowphaseCore.cpp).
+///   Narrowphase failed! 700" (gpunarrowphase/src/PxgNarrowphaseCore.cpp);
+/// - HAMi-core's check of the driver calls it wraps: "cuMemoryAllocate failed res=2",
+///   "cuCtxSetCurrent failed res=4".
 fn numbered_by_call(line: &str) -> Option<&'static CudaError> {
     static DRIVER: OnceLock<Regex> = OnceLock::new();
     static RUNTIME: OnceLock<Regex> = OnceLock::new();
@@ -711,11 +713,14 @@ fn numbered_by_call(line: &str) -> Option<&'static CudaError> {
             cached(&DRIVER, r"\bcall to cu[A-Z]\w* returned error (\d{1,4})\b"),
             true,
         )
-    } else if line.contains(" failed with error ") || line.contains(" failed! ") {
+    } else if line.contains(" failed with error ")
+        || line.contains(" failed! ")
+        || line.contains(" failed res=")
+    {
         (
             cached(
                 &PHYSX,
-                r"(?:\bcu[A-Z]\w* failed with error|\bGPU \w+ failed!) (\d{1,4})\b",
+                r"(?:\bcu[A-Z]\w* failed with error |\bGPU \w+ failed! |\bcu[A-Z]\w* failed res=)(\d{1,4})\b",
             ),
             true,
         )

@@ -680,13 +680,14 @@ fn compound_noun_head(rest: &str) -> bool {
 /// Rows whose wording is only a CUDA error when the catalog can name the message after it:
 /// Caffe2's "Error at: <file>.cu:<line>: <message>", Triton's and TensorRT's wrappers, a checking
 /// macro's "<call> failed with error <message>".
-const REFINED_ONLY: [&str; 6] = [
+const REFINED_ONLY: [&str; 7] = [
     "cutlass_status",
     "caffe2_cuda_enforce",
     "cuda_error_wrapped",
     "cuda_call_failed_with_error",
     "jaxlib_operation_failed",
     "physx_error_numbered",
+    "cuda_error_code_in_words",
 ];
 
 /// Keeps the headline rows whose hit (the range at the same index of `hits`) starts before `at`,
@@ -1663,6 +1664,13 @@ mod tests {
             ("spconv/indice.cu 60 cuda execution failed with error 98", Kind::CudaError, "no_kernel_image"),
             ("RuntimeError indice_cuda.cu 124 cuda execution failed with error 2", Kind::Oom, "cuda_oom"),
             ("RuntimeError: [1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Timeout waiting for key: default_pg/0/0 after 1800000 ms", Kind::NcclError, "c10d_store_get_timeout"),
+            // HAMi-core, the CUDA samples' check, the NVIDIA container runtime.
+            ("[HAMI-core ERROR (pid:30 thread=140382094939712 allocator.c:53)]: Device 0 OOM 3171158016 / 3145728000", Kind::Oom, "cuda_oom"),
+            ("[HAMI-core ERROR (pid:7 thread=140360328144640 allocator.c:115)]: cuMemoryAllocate failed res=2", Kind::Oom, "cuda_oom"),
+            ("[HAMI-core ERROR (pid:362 thread=140045668926464 context.c:114)]: cuCtxSetCurrent failed res=4", Kind::CudaError, "driver_shutting_down"),
+            ("Failed to allocate device vector A (error code system not yet initialized)!", Kind::CudaError, "system_not_ready"),
+            ("nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown", Kind::CudaError, "nvidia_container_init_failed"),
+            ("Error response from daemon: OCI runtime create failed: nvidia-container-cli: device error: 1: unknown device: unknown", Kind::CudaError, "nvidia_container_init_failed"),
         ] {
             assert!(d.gate_matches(line.as_bytes()), "{line}");
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
@@ -1676,6 +1684,19 @@ mod tests {
             "operation open(path) failed: No such file or directory",
             // A physics stage that failed with no number.
             "PhysX error: Synchronizing GPU Narrowphase failed! retrying",
+            // Code that holds the messages: list elements, a membership test, an enum assigned,
+            // a piece of a message built over several lines behind a diff's `+`.
+            "        \"CUDA out of memory.\",  # CUDA OOM",
+            "        and \"cuDNN error: CUDNN_STATUS_NOT_SUPPORTED.\" in exception.args[0]",
+            "-\t\t\tret = ncclUnhandledCudaError;",
+            "+        \"Some NCCL operations have failed or timed out. Due to the \",",
+            // Pull-request titles and a table of a debugger's exception codes.
+            "[python] Handle torch.cuda.OutOfMemoryError",
+            "Show NCCL error if failed.",
+            "cuBLAS error message",
+            "CUDA_EXCEPTION_1: \u{201c}Lane Illegal Address\u{201d} | Precise (Requires memcheck on) | Per lane/thread error | A thread has accessed an illegal (out of bounds) global address. |",
+            // Another program's error code in words.
+            "Could not open the file (error code access denied)!",
         ] {
             assert!(d.inspect(line).is_none(), "{line}: {:?}", d.inspect(line));
         }

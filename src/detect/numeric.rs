@@ -655,8 +655,9 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     // A value quoted as code in a sentence that says someone met it ("I encountered `loss=inf`
     // at the 3rd epoch") is a report, whatever words come before it.
     // A commit subject or pull-request title about a value ("Fix loss=nan with bf16", "Adding
-    // comment to ignore loss=nan value") announces a change, not a run.
-    if super::prose::announces_a_fix(line) {
+    // comment to ignore loss=nan value") announces a change, not a run; a line of source that
+    // is only a string literal is a message's text, not its output.
+    if super::prose::announces_a_fix(line) || super::code::literal_line(line) {
         return None;
     }
     // Each of the line-wide checks runs once, not once per candidate value: a line of

@@ -62,7 +62,8 @@ fn explained_after() -> &'static Regex {
 
 /// Someone met the error: first person with a verb of running into something (an adverb may
 /// come between them: "I am unexpectedly getting", "we randomly hit"), a program that
-/// crashed or failed with it, one that printed, threw or gave it, a second verb of the
+/// crashed or failed with it, one that printed, threw or gave it (or where it "occured", as
+/// reporters often spell it), a second verb of the
 /// reporter's sentence ("I am trying to run X and encountered this error: …"), or a plea for help ("any
 /// ideas", "please help"; not "can you …", which maintainers ask as often as reporters). "happened" counts only as an event's verb ("happened
 /// again", "happened when …"), not as "whatever call happened to run next". ("Gave up" is no report: "the layer where NCCL gave up".) (Explanations describe what
@@ -73,7 +74,7 @@ pub(super) fn report_cue() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*(?:\s+[a-z]+ly)?\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,4}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|outputs|reports|occurs|occurred)\b|\b(?:gives|gave)\b(?:\s*$|\s*[^\su]|\s+u(?:$|[^p]|p\w))|\bhappened(?:$|[.,;:!)]|\s+(?:when|while|after|during|again|on|at|in|with|for|today|yesterday|randomly|sometimes|twice))|\bany\s+(?:ideas?|help|suggestions?|advice|hints?)\b|\bplease\s+help\b|\bhelp\s+me\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)|\band\s+(?:then\s+|now\s+|still\s+|always\s+)?(?:got|encountered|received|ran into|met|saw|faced|obtained)\s+(?:this|these|the|an?|such|same)\b|\b(?:in|on) my\b|\bmy (?:\w+ ){0,2}(?:job|run|training|model|code|script|program|process|setup|node|machine|server|gpu|cluster|case)s?\b",
+        r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*(?:\s+[a-z]+ly)?\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,4}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|outputs|reports|occurs|occurred|occured)\b|\b(?:gives|gave)\b(?:\s*$|\s*[^\su]|\s+u(?:$|[^p]|p\w))|\bhappened(?:$|[.,;:!)]|\s+(?:when|while|after|during|again|on|at|in|with|for|today|yesterday|randomly|sometimes|twice))|\bany\s+(?:ideas?|help|suggestions?|advice|hints?)\b|\bplease\s+help\b|\bhelp\s+me\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)|\band\s+(?:then\s+|now\s+|still\s+|always\s+)?(?:got|encountered|received|ran into|met|saw|faced|obtained)\s+(?:this|these|the|an?|such|same)\b|\b(?:in|on) my\b|\bmy (?:\w+ ){0,2}(?:job|run|training|model|code|script|program|process|setup|node|machine|server|gpu|cluster|case)s?\b",
     )
 }
 
@@ -215,7 +216,11 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     {
         return true;
     }
-    if hits.iter().all(|h| bare_exception_class(line, h)) || reference_description(line) {
+    if hits.iter().all(|h| bare_exception_class(line, h))
+        || reference_description(line)
+        || reference_table_row(line, hits)
+        || names_its_messages(line, hits)
+    {
         return true;
     }
     if subjects_explained(line, hits) {
@@ -297,16 +302,18 @@ fn log_shaped(text: &str) -> bool {
 
 /// A changelog entry, commit subject or pull-request title that announces a fix for the error
 /// ("- Fixed a crash with `…`", "[Bugfix] Fix illegal memory access in …", "fix(attn): avoid …",
-/// "Prevent CUDA out of memory during …", "Summary: Address `…` error", "- Add FAQ for …"): after a
+/// "Prevent CUDA out of memory during …", "Summary: Address `…` error", "- Add FAQ for …",
+/// "[python] Handle torch.cuda.OutOfMemoryError", "Show NCCL error if failed."): after a
 /// bullet, a `Summary:` label, `[Tag]` groups and a conventional-commit type, it starts with a
-/// verb of fixing or with adding documentation, tests or handling for the error, or a tag or
+/// verb of fixing, handling or showing the error, or with adding documentation, tests or
+/// handling for it, or a tag or
 /// type says it is a fix. A question ("How to
 /// fix …?", "… fix?") and a plea ("Fix needed: …") are reports.
 pub(super) fn announces_a_fix(line: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let r = cached(
         &R,
-        r"(?i)^\s*(?:[-*+\u{2022}]\s+)?(?:(?:summary|title|subject)\s*:\s*)?(?:\[[\w /-]{1,24}\]\s*:?\s*)*(?:(?:(?P<type>fix|bugfix|hotfix|feat|perf|refactor|chore|build|ci|docs|tests?|style|revert)(?:\([\w ./-]{1,30}\))?!?:\s*))?(?:(?P<verb>fix|fixed|fixes|fixing|resolve[ds]?|prevent(?:s|ed)?|avoid(?:s|ed)?|mitigate[ds]?|address(?:es|ed)?|work\s*around|workaround)|(?P<adds>(?:add(?:s|ed|ing)?|document(?:s|ed|ing)?|updat(?:e|es|ed|ing)|improv(?:e|es|ed|ing)|clarif(?:y|ies|ied|ying))\s+(?:(?:a|an|the|more|some|new|better)\s+)?(?:faq|docs?|documentation|tests?|unit\s+tests?|hints?|notes?|comments?|sections?|examples?|guides?|troubleshooting|error\s+messages?|warnings?|checks?|handling|handlers?|retr(?:y|ies)|logging)))?\b(?P<next>\s+\w+)?",
+        r"(?i)^\s*(?:[-*+\u{2022}]\s+)?(?:(?:summary|title|subject)\s*:\s*)?(?:\[[\w /-]{1,24}\]\s*:?\s*)*(?:(?:(?P<type>fix|bugfix|hotfix|feat|perf|refactor|chore|build|ci|docs|tests?|style|revert)(?:\([\w ./-]{1,30}\))?!?:\s*))?(?:(?P<verb>fix|fixed|fixes|fixing|resolve[ds]?|prevent(?:s|ed)?|avoid(?:s|ed)?|mitigate[ds]?|address(?:es|ed)?|work\s*around|workaround|handles?|catch(?:es)?|prints?|shows?|surfaces?|expos(?:e|es)|propagates?|translates?)|(?P<adds>(?:add(?:s|ed|ing)?|document(?:s|ed|ing)?|updat(?:e|es|ed|ing)|improv(?:e|es|ed|ing)|clarif(?:y|ies|ied|ying))\s+(?:(?:a|an|the|more|some|new|better)\s+)?(?:faq|docs?|documentation|tests?|unit\s+tests?|hints?|notes?|comments?|sections?|examples?|guides?|troubleshooting|error\s+messages?|warnings?|checks?|handling|handlers?|retr(?:y|ies)|logging)))?\b(?P<next>\s+\w+)?",
     );
     if line.contains('?') {
         return false;
@@ -513,6 +520,45 @@ fn quantified_class(line: &str, hits: &[Range<usize>]) -> bool {
 fn reference_description(line: &str) -> bool {
     line.trim_start_matches(|c: char| c.is_whitespace() || "/*!#-".contains(c))
         .starts_with("This indicates")
+}
+
+/// A row of a documentation table that describes the error in a cell of its own: TotalView's
+/// "CUDA_EXCEPTION_1: “Lane Illegal Address” | Precise (Requires memcheck on) | Per lane/thread
+/// error | A thread has accessed an illegal (out of bounds) global address. |". The row ends
+/// with its bar and has three cells or more, one of them a sentence of six words or more that
+/// holds none of `hits`. A report's table of the errors it got has values and messages in its
+/// cells, not descriptions of them.
+fn reference_table_row(line: &str, hits: &[Range<usize>]) -> bool {
+    let t = line.trim_end();
+    if !t.ends_with('|') || t.matches('|').count() < 3 {
+        return false;
+    }
+    let mut start = 0;
+    t.split('|').any(|cell| {
+        let range = start..start + cell.len();
+        start = range.end + 1;
+        let c = cell.trim();
+        !hits
+            .iter()
+            .any(|h| h.start < range.end && range.start < h.end)
+            && c.starts_with(|ch: char| ch.is_ascii_uppercase())
+            && c.split_whitespace().count() >= 6
+    })
+}
+
+/// Are all of `hits` a noun compound that speaks of the error's text, not of an occurrence:
+/// "cuBLAS error message", "Improve NCCL error messages", "CUDA error handling"? A report cue
+/// keeps it a report ("I got this CUDA error message"), and so does a colon that introduces the
+/// message itself ("NCCL error message: unhandled system error").
+fn names_its_messages(line: &str, hits: &[Range<usize>]) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let compound = cached(
+        &R,
+        r"^[`'\x22]?\s*(?:messages?|handling|handlers?)\b\s*(?:[^:\s]|$)",
+    );
+    hits.iter()
+        .all(|h| compound.is_match(line.get(h.end..).unwrap_or("")))
+        && !report_cue().is_match(line)
 }
 
 /// Are all of `hits` the subject of a sentence that says what they mean, alone or in a list

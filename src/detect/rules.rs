@@ -1441,6 +1441,65 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // The CUDA samples' checks, which the GPU Operator's validator and many programs copied:
+        // "Failed to allocate device vector A (error code system not yet initialized)!"
+        // (Samples/0_Introduction/vectorAdd/vectorAdd.cu, `cudaGetErrorString` in parentheses).
+        // HAMi-core, the GPU-sharing layer of Kubernetes clusters, logs a driver call's
+        // `CUresult` by number: "[HAMI-core ERROR (pid:7 thread=… allocator.c:115)]:
+        // cuMemoryAllocate failed res=2". Both counted only where
+        // `cuda_catalog` names the error (detect's `REFINED_ONLY`).
+        name: "cuda_error_code_in_words",
+        literals: &["(error code ", " failed res="],
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: GENERIC_CUDA_HINT,
+        priority: GENERIC,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // HAMi-core refusing an allocation past the container's share of GPU memory:
+        // "[HAMI-core ERROR (pid:30 thread=… allocator.c:53)]: Device 0 OOM 3171158016 /
+        // 3145728000" (the memory the container would use, then its limit). Its allocator's
+        // source file stands in its log prefix.
+        name: "hami_vgpu_oom",
+        literals: &["allocator.c:"],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: "The container asked for more GPU memory than its HAMi share allows (the first \
+               number is the memory it would use, the second its limit): raise the pod's \
+               nvidia.com/gpumem (or gpumem-percentage) request, or lower the batch size; the \
+               GPU itself may have memory free.",
+        priority: HIGH,
+        requires_any: &[" OOM "],
+        refines: &[],
+    },
+    HeadlineRule {
+        // The NVIDIA container runtime's hook could not give the container its GPUs, so the
+        // container never started: "nvidia-container-cli: initialization error: nvml error:
+        // driver not loaded: unknown", "… initialization error: load library failed:
+        // libnvidia-ml.so.1: cannot open shared object file", "nvidia-container-cli: device
+        // error: 1: unknown device" (libnvidia-container, src/cli/common.c and nvc.c).
+        name: "nvidia_container_cli_failed",
+        literals: &[
+            "container-cli: initialization error",
+            "container-cli: device error",
+        ],
+        kind: Kind::CudaError,
+        category: "nvidia_container_init_failed",
+        blame: Blame::Driver,
+        hint: "The NVIDIA container runtime could not set up the GPUs for the container: the \
+               node's driver is not loaded or not the one the toolkit expects (nvml error, driver \
+               rpc error), libnvidia-ml is missing from the host, or the requested device does \
+               not exist (NVIDIA_VISIBLE_DEVICES). Check nvidia-smi on the node and the \
+               nvidia-container-toolkit's version; cordon the node until nvidia-smi works.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
         // PhysX's GPU pipeline (Isaac Gym, Isaac Sim/Lab, SAPIEN) reports a kernel it could not
         // launch through its error callback: "GPU solveSelfConstraints fail to launch kernel!!"
         // (physx/source/gpu*/src/*.cpp, `PxGetFoundation().error(PxErrorCode::eINTERNAL_ERROR,

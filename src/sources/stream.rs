@@ -594,11 +594,14 @@ fn numbered_markdown_heading(text: &str) -> bool {
 }
 
 /// A line that may be a heading: no exception class name (`RuntimeError`, `OutOfMemoryError`),
-/// no log prefix (a timestamp, a `[tag]`, a level).
+/// no log prefix (a timestamp, a `[tag]`, a level), and no measured size: a heading names the
+/// error, while a program's message says how much it tried to allocate ("Error CUDA out of
+/// memory. Tried to allocate 1.34 GiB (GPU 0; …)", Real-ESRGAN's, whose next line is its own
+/// advice).
 fn heading_shaped(text: &str) -> bool {
     static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let r = R.get_or_init(|| {
-        regex::Regex::new(r"\b[A-Z]\w*(?:Error|Exception)\b|^\s*(?:\[|\d|[IWEF]\d{4}\s|(?:INFO|WARN|WARNING|ERROR|FATAL|DEBUG)\b)")
+        regex::Regex::new(r"\b[A-Z]\w*(?:Error|Exception)\b|^\s*(?:\[|\d|[IWEF]\d{4}\s|(?:INFO|WARN|WARNING|ERROR|FATAL|DEBUG)\b)|\d\s?(?:[KMGT]i?B|bytes)\b")
             .expect("static regex")
     });
     !r.is_match(text)
@@ -1284,6 +1287,18 @@ mod first_line {
             // The general present only opens the advice: a report's words after it still count.
             ("### 1. RuntimeError: CUDA out of memory\nIt occurs when I run train.py on my node.\n", 1),
             ("### RuntimeError: CUDA out of memory\n\nIt occurs when your GPU has no available memory.\n", 1),
+        ]);
+    }
+
+    /// A message that says how much it tried to allocate is no heading, even when the program's
+    /// own advice follows it (Real-ESRGAN prints "If you encounter CUDA out of memory, try to
+    /// set --tile with a smaller number." after the error); a heading followed by the same
+    /// advice titles a section.
+    #[test]
+    fn a_message_with_its_sizes_is_no_heading() {
+        assert_counts(&[
+            ("Error CUDA out of memory. Tried to allocate 1.34 GiB (GPU 0; 3.94 GiB total capacity; 2.23 GiB already allocated; 479.00 MiB free; 2.38 GiB reserved in total by PyTorch)\nIf you encounter CUDA out of memory, try to set --tile with a smaller number.\n", 1),
+            ("CUDA out of memory\nIf you encounter CUDA out of memory, try to set --tile with a smaller number.\n", 0),
         ]);
     }
 

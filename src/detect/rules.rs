@@ -215,6 +215,23 @@ const HIGH: u8 = 30;
 const MID: u8 = 20;
 pub(crate) const GENERIC: u8 = 10;
 
+/// A row for a wrapper's or a library's own words around a CUDA failure, whose family only the
+/// error it names can give: `unknown` until `cuda_catalog` or a later line names the error (the
+/// rows of detect's `REFINED_ONLY` count only then).
+const fn generic_cuda(name: &'static str, literals: &'static [&'static str]) -> HeadlineRule {
+    HeadlineRule {
+        name,
+        literals,
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: GENERIC_CUDA_HINT,
+        priority: GENERIC,
+        requires_any: &[],
+        refines: &[],
+    }
+}
+
 pub const HEADLINE_RULES: &[HeadlineRule] = &[
     HeadlineRule {
         name: "cuda_device_assert",
@@ -1306,9 +1323,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &[".cu:", ".cuh:"],
         refines: &[],
     },
-    HeadlineRule {
-        name: "cuda_error_generic",
-        literals: &[
+    generic_cuda(
+        "cuda_error_generic",
+        &[
             "CUDA error: ",
             "cuda runtime error (",
             // With a Chinese input method's full-width parenthesis ("cuda runtime error（209）").
@@ -1386,43 +1403,29 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // function" after it, or on one line where a log flattened them.
             "thrust::system::system_error",
         ],
-        kind: Kind::CudaError,
-        category: "unknown",
-        blame: Blame::Unknown,
-        hint: GENERIC_CUDA_HINT,
-        priority: GENERIC,
-        requires_any: &[],
-        refines: &[],
-    },
-    HeadlineRule {
-        // A checking macro's "<call> failed with error <cudaGetErrorString>": tiny-cuda-nn's and
-        // instant-ngp's `CUDA_CHECK_THROW` ("…/gpu_memory.h:601 cudaDeviceSynchronize() failed
-        // with error an illegal memory access was encountered", include/tiny-cuda-nn/common.h).
-        // The words are any call's ("Call to ibv_reg_mr failed with error Cannot allocate
-        // memory"), so the line counts only where `cuda_catalog` names the error after them, also
-        // when a title cut the message short (detect's `REFINED_ONLY`).
-        // CTranslate2 (faster-whisper, WhisperX) throws the bare "CUDA failed with error
-        // <cudaGetErrorString>" (src/cuda/utils.h, `CUDA_CHECK`), and TensorFlow's device setup
-        // "CUDA runtime implicit initialization on GPU:0 failed. Status: <cudaGetErrorString>"
-        // (core/common_runtime/gpu/gpu_device.cc). spconv's and cumm's tensorview check prints the
-        // file and line, then "cuda execution failed with error 98" with the `cudaError_t` value,
-        // and its message only in later releases (tensorview/include/tensorview/cuda_utils.h,
-        // `TV_CHECK_CUDA_ERR`).
-        name: "cuda_call_failed_with_error",
-        literals: &[
+    ),
+    // A checking macro's "<call> failed with error <cudaGetErrorString>": tiny-cuda-nn's and
+    // instant-ngp's `CUDA_CHECK_THROW` ("…/gpu_memory.h:601 cudaDeviceSynchronize() failed
+    // with error an illegal memory access was encountered", include/tiny-cuda-nn/common.h).
+    // The words are any call's ("Call to ibv_reg_mr failed with error Cannot allocate
+    // memory"), so the line counts only where `cuda_catalog` names the error after them, also
+    // when a title cut the message short (detect's `REFINED_ONLY`).
+    // CTranslate2 (faster-whisper, WhisperX) throws the bare "CUDA failed with error
+    // <cudaGetErrorString>" (src/cuda/utils.h, `CUDA_CHECK`), and TensorFlow's device setup
+    // "CUDA runtime implicit initialization on GPU:0 failed. Status: <cudaGetErrorString>"
+    // (core/common_runtime/gpu/gpu_device.cc). spconv's and cumm's tensorview check prints the
+    // file and line, then "cuda execution failed with error 98" with the `cudaError_t` value,
+    // and its message only in later releases (tensorview/include/tensorview/cuda_utils.h,
+    // `TV_CHECK_CUDA_ERR`).
+    generic_cuda(
+        "cuda_call_failed_with_error",
+        &[
             ") failed with error ",
             "CUDA failed with error ",
             "initialization on GPU:",
             "cuda execution failed with error ",
         ],
-        kind: Kind::CudaError,
-        category: "unknown",
-        blame: Blame::Unknown,
-        hint: GENERIC_CUDA_HINT,
-        priority: GENERIC,
-        requires_any: &[],
-        refines: &[],
-    },
+    ),
     HeadlineRule {
         // jaxlib's GPU custom calls turn a failed CUDA or library call into a status that names
         // the expression and the library's message: "INTERNAL: CustomCall failed:
@@ -1440,24 +1443,17 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &[": operation "],
         refines: &[],
     },
-    HeadlineRule {
-        // The CUDA samples' checks, which the GPU Operator's validator and many programs copied:
-        // "Failed to allocate device vector A (error code system not yet initialized)!"
-        // (Samples/0_Introduction/vectorAdd/vectorAdd.cu, `cudaGetErrorString` in parentheses).
-        // HAMi-core, the GPU-sharing layer of Kubernetes clusters, logs a driver call's
-        // `CUresult` by number: "[HAMI-core ERROR (pid:7 thread=… allocator.c:115)]:
-        // cuMemoryAllocate failed res=2". Both counted only where
-        // `cuda_catalog` names the error (detect's `REFINED_ONLY`).
-        name: "cuda_error_code_in_words",
-        literals: &["(error code ", " failed res="],
-        kind: Kind::CudaError,
-        category: "unknown",
-        blame: Blame::Unknown,
-        hint: GENERIC_CUDA_HINT,
-        priority: GENERIC,
-        requires_any: &[],
-        refines: &[],
-    },
+    // The CUDA samples' checks, which the GPU Operator's validator and many programs copied:
+    // "Failed to allocate device vector A (error code system not yet initialized)!"
+    // (Samples/0_Introduction/vectorAdd/vectorAdd.cu, `cudaGetErrorString` in parentheses).
+    // HAMi-core, the GPU-sharing layer of Kubernetes clusters, logs a driver call's
+    // `CUresult` by number: "[HAMI-core ERROR (pid:7 thread=… allocator.c:115)]:
+    // cuMemoryAllocate failed res=2". Both counted only where
+    // `cuda_catalog` names the error (detect's `REFINED_ONLY`).
+    generic_cuda(
+        "cuda_error_code_in_words",
+        &["(error code ", " failed res="],
+    ),
     HeadlineRule {
         // HAMi-core refusing an allocation past the container's share of GPU memory:
         // "[HAMI-core ERROR (pid:30 thread=… allocator.c:53)]: Device 0 OOM 3171158016 /
@@ -1523,60 +1519,43 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &["fail to launch"],
         refines: &[],
     },
-    HeadlineRule {
-        // PhysX's own CUDA failures without a launch: "PhysX Internal CUDA error. Simulation
-        // cannot continue! Error code 700!" (physx/source/physx/src/NpScene.cpp, the `CUresult`
-        // at the end in later releases) and Omniverse's PhysX extension once the context holds
-        // an error other than out-of-memory: "Cuda context manager error, simulation will be
-        // stopped and new cuda context manager will be created." The number, where printed,
-        // names the error; a later line's family refines the incident.
-        name: "physx_cuda_error",
-        literals: &[
+    // PhysX's own CUDA failures without a launch: "PhysX Internal CUDA error. Simulation
+    // cannot continue! Error code 700!" (physx/source/physx/src/NpScene.cpp, the `CUresult`
+    // at the end in later releases) and Omniverse's PhysX extension once the context holds
+    // an error other than out-of-memory: "Cuda context manager error, simulation will be
+    // stopped and new cuda context manager will be created." The number, where printed,
+    // names the error; a later line's family refines the incident.
+    generic_cuda(
+        "physx_cuda_error",
+        &[
             "PhysX Internal CUDA error",
             "Cuda context manager error, simulation",
         ],
-        kind: Kind::CudaError,
-        category: "unknown",
-        blame: Blame::Unknown,
-        hint: GENERIC_CUDA_HINT,
-        priority: GENERIC,
-        requires_any: &[],
-        refines: &[],
-    },
-    HeadlineRule {
-        // PhysX's checks that print a CUDA driver call's `CUresult`: "PhysX error:
-        // SynchronizeStreams cuEventRecord failed with error 700", "PhysX error: Synchronizing
-        // GPU Narrowphase failed! 700" (physx/source/gpucommon/include/PxgCudaUtils.h,
-        // gpunarrowphase/src/PxgNarrowphaseCore.cpp). Counted only where `cuda_catalog` names the
-        // number (detect's `REFINED_ONLY`): PhysX's other errors (a buffer capacity to raise)
-        // are not CUDA failures.
-        name: "physx_error_numbered",
-        literals: &["PhysX error: "],
-        kind: Kind::CudaError,
-        category: "unknown",
-        blame: Blame::Unknown,
-        hint: GENERIC_CUDA_HINT,
-        priority: GENERIC,
-        requires_any: &[],
-        refines: &[],
-    },
-    HeadlineRule {
-        // Wrappers that put the runtime's error after their own words, counted only where
-        // `cuda_catalog` names the error (detect's `REFINED_ONLY`): the words alone also head a
-        // FAQ's section. Triton's launcher and driver checks: "Triton Error [CUDA]: an illegal
-        // memory access was encountered" (triton/backends/nvidia/driver.c, `gpuAssert`, with the
-        // driver's `cuGetErrorString` text), read also when a title cut the message short.
-        // TensorRT's check of the runtime before it builds or loads an engine: "CUDA
-        // initialization failure with error: 35. Please check your CUDA installation"
-        // (`createInferBuilder`, `createInferRuntime`, runtime.cpp `isCudaInstalledCorrectly`),
-        // the number a `cudaError_t`. PyCUDA's driver errors: "pycuda._driver.LaunchError:
-        // cuLaunchKernel failed: too many resources requested for launch" (src/cpp/cuda.hpp,
-        // `error::make_message`: the call, " failed: ", `cuGetErrorString`'s text; the class is
-        // `LogicError`, `MemoryError`, `LaunchError` or `RuntimeError`). LightGBM's CUDA checks:
-        // "[CUDA] unknown error cuda_column_data.cpp 18" (include/LightGBM/cuda/cuda_utils.hu,
-        // `gpuAssert`, which logs "[CUDA] %s %s %d" with `cudaGetErrorString`, file and line).
-        name: "cuda_error_wrapped",
-        literals: &[
+    ),
+    // PhysX's checks that print a CUDA driver call's `CUresult`: "PhysX error:
+    // SynchronizeStreams cuEventRecord failed with error 700", "PhysX error: Synchronizing
+    // GPU Narrowphase failed! 700" (physx/source/gpucommon/include/PxgCudaUtils.h,
+    // gpunarrowphase/src/PxgNarrowphaseCore.cpp). Counted only where `cuda_catalog` names the
+    // number (detect's `REFINED_ONLY`): PhysX's other errors (a buffer capacity to raise)
+    // are not CUDA failures.
+    generic_cuda("physx_error_numbered", &["PhysX error: "]),
+    // Wrappers that put the runtime's error after their own words, counted only where
+    // `cuda_catalog` names the error (detect's `REFINED_ONLY`): the words alone also head a
+    // FAQ's section. Triton's launcher and driver checks: "Triton Error [CUDA]: an illegal
+    // memory access was encountered" (triton/backends/nvidia/driver.c, `gpuAssert`, with the
+    // driver's `cuGetErrorString` text), read also when a title cut the message short.
+    // TensorRT's check of the runtime before it builds or loads an engine: "CUDA
+    // initialization failure with error: 35. Please check your CUDA installation"
+    // (`createInferBuilder`, `createInferRuntime`, runtime.cpp `isCudaInstalledCorrectly`),
+    // the number a `cudaError_t`. PyCUDA's driver errors: "pycuda._driver.LaunchError:
+    // cuLaunchKernel failed: too many resources requested for launch" (src/cpp/cuda.hpp,
+    // `error::make_message`: the call, " failed: ", `cuGetErrorString`'s text; the class is
+    // `LogicError`, `MemoryError`, `LaunchError` or `RuntimeError`). LightGBM's CUDA checks:
+    // "[CUDA] unknown error cuda_column_data.cpp 18" (include/LightGBM/cuda/cuda_utils.hu,
+    // `gpuAssert`, which logs "[CUDA] %s %s %d" with `cudaGetErrorString`, file and line).
+    generic_cuda(
+        "cuda_error_wrapped",
+        &[
             "Triton Error [CUDA]",
             "CUDA initialization failure with error",
             "_driver.LaunchError: ",
@@ -1602,14 +1581,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // cuda_utils.h, `CHECK_CUDA`; older releases print "code 11,reason :…").
             "Error while calling cu",
         ],
-        kind: Kind::CudaError,
-        category: "unknown",
-        blame: Blame::Unknown,
-        hint: GENERIC_CUDA_HINT,
-        priority: GENERIC,
-        requires_any: &[],
-        refines: &[],
-    },
+    ),
     HeadlineRule {
         // TensorRT 8 and later log a failed CUDA call with the runtime's or the driver's message
         // in parentheses: "[TRT] [E] 1: [defaultAllocator.cpp::deallocate::42] Error Code 1: Cuda

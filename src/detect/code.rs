@@ -76,8 +76,8 @@ fn compared_before() -> &'static Regex {
 }
 
 /// Just after a literal that is compared or tested for membership, with a code operand:
-/// `" in str(e):`, `" in stderr`, `" == msg)`, `" in exception.args[0]`. ("caught 'CUDA out of memory' in step 1200" is
-/// a sentence.)
+/// `" in str(e):`, `" in stderr`, `" == msg)`, `" in exception.args[0]`. ("caught 'CUDA out of
+/// memory' in step 1200" is a sentence.)
 fn compared_after() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
@@ -295,7 +295,7 @@ pub fn literal_line(line: &str) -> bool {
     list_element().is_match(line)
         || (cached(
             &R,
-            r#"^[-+*]?\s*(?:[rRbBfFuUL]{1,2})?(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')\s*$"#,
+            r#"^[-+*]?\s*(?:[rRbBfFuUL]{1,2})?(?:"(?:[^"\\]|\\[^n])*"|'(?:[^'\\]|\\[^n])*')\s*$"#,
         )
         .is_match(line)
             && placeholder().is_match(line))

@@ -63,9 +63,9 @@ fn explained_after() -> &'static Regex {
 /// Someone met the error: first person with a verb of running into something (an adverb may
 /// come between them: "I am unexpectedly getting", "we randomly hit"), a program that
 /// crashed or failed with it, one that printed, threw or gave it (or where it "occured", as
-/// reporters often spell it), a second verb of the
-/// reporter's sentence ("I am trying to run X and encountered this error: …"), or a plea for help ("any
-/// ideas", "please help"; not "can you …", which maintainers ask as often as reporters). "happened" counts only as an event's verb ("happened
+/// reporters often spell it), a second verb of the reporter's sentence ("I am trying to run X
+/// and encountered this error: …"), or a plea for help ("any ideas", "please help"; not "can
+/// you …", which maintainers ask as often as reporters). "happened" counts only as an event's verb ("happened
 /// again", "happened when …"), not as "whatever call happened to run next". ("Gave up" is no report: "the layer where NCCL gave up".) (Explanations describe what
 /// an error means or where it comes from: "a kernel faults with …", "it indicates …". The
 /// participle "reported" is left out: it is mostly an adjective there, "the reported location";
@@ -306,9 +306,8 @@ fn log_shaped(text: &str) -> bool {
 /// "[python] Handle torch.cuda.OutOfMemoryError", "Show NCCL error if failed."): after a
 /// bullet, a `Summary:` label, `[Tag]` groups and a conventional-commit type, it starts with a
 /// verb of fixing, handling or showing the error, or with adding documentation, tests or
-/// handling for it, or a tag or
-/// type says it is a fix. A question ("How to
-/// fix …?", "… fix?") and a plea ("Fix needed: …") are reports.
+/// handling for it, or a tag or type says it is a fix. A question ("How to fix …?", "… fix?")
+/// and a plea ("Fix needed: …") are reports.
 pub(super) fn announces_a_fix(line: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let r = cached(

@@ -273,32 +273,23 @@ pub fn string_field(line: &str) -> bool {
     })
 }
 
-/// A line that is one string literal and the punctuation of the list, call or concatenation it
-/// sits in, perhaps with a comment: an element of a list of patterns (`"CUDA out of memory.",  #
-/// CUDA OOM`), a piece of a message built over several lines (`"Some NCCL operations have failed
-/// or timed out. Due to the ",`), also behind a unified diff's `+`/`-` or a bullet. A program
-/// prints no comment and no separator after its message. A literal that holds an escaped
-/// newline is captured output held as data (a notebook's `"…\n",`), and is left to the rest.
-fn list_element() -> &'static Regex {
+/// A line of source that holds only a string literal: an element of a list of patterns
+/// (`"CUDA out of memory.",  # CUDA OOM`) or a piece of a message built over several lines (`"Some
+/// NCCL operations have failed or timed out. Due to the ",`), that is the literal and the
+/// punctuation of the list, call or concatenation it sits in, perhaps with a comment; or a
+/// literal alone that is a format string (`'Loss is NaN or inf at step %d, will terminate within
+/// the'`, a piece of Python's implicit concatenation). Also behind a unified diff's `+`/`-` or a
+/// bullet. A program prints no comment and no separator after its message. A literal that holds
+/// an escaped newline is captured output held as data (a notebook's `"…\n",`), and is left to
+/// the rest.
+pub fn literal_line(line: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r#"^[-+*]?\s*(?:[rRbBfFuUL]{1,2})?(?:"(?:[^"\\]|\\[^n])*"|'(?:[^'\\]|\\[^n])*')\s*(?:[,+;\])]\s*)+(?:(?:#|//).*)?$"#,
+        r#"^[-+*]?\s*(?:[rRbBfFuUL]{1,2})?(?:"(?:[^"\\]|\\[^n])*"|'(?:[^'\\]|\\[^n])*')\s*(?P<tail>(?:[,+;\])]\s*)+(?:(?:#|//).*)?)?$"#,
     )
-}
-
-/// A line of source that holds only a string literal: an element or piece of a list, call or
-/// concatenation ([`list_element`]), or a literal alone that is a format string (`'Loss is NaN
-/// or inf at step %d, will terminate within the'`, a piece of Python's implicit concatenation).
-pub fn literal_line(line: &str) -> bool {
-    static R: OnceLock<Regex> = OnceLock::new();
-    list_element().is_match(line)
-        || (cached(
-            &R,
-            r#"^[-+*]?\s*(?:[rRbBfFuUL]{1,2})?(?:"(?:[^"\\]|\\[^n])*"|'(?:[^'\\]|\\[^n])*')\s*$"#,
-        )
-        .is_match(line)
-            && placeholder().is_match(line))
+    .captures(line)
+    .is_some_and(|c| c.name("tail").is_some() || placeholder().is_match(line))
 }
 
 /// Several `key=value` pairs with no spaces around `=`, as logfmt output has

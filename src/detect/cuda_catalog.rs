@@ -707,7 +707,7 @@ const NUMBERED_ERRORS: [NumberedError; 14] = [
 fn numbered_by_call(line: &str) -> Option<&'static CudaError> {
     static DRIVER: OnceLock<Regex> = OnceLock::new();
     static RUNTIME: OnceLock<Regex> = OnceLock::new();
-    static PHYSX: OnceLock<Regex> = OnceLock::new();
+    static FAILED: OnceLock<Regex> = OnceLock::new();
     let (re, driver) = if line.contains(" returned error ") {
         (
             cached(&DRIVER, r"\bcall to cu[A-Z]\w* returned error (\d{1,4})\b"),
@@ -719,7 +719,7 @@ fn numbered_by_call(line: &str) -> Option<&'static CudaError> {
     {
         (
             cached(
-                &PHYSX,
+                &FAILED,
                 r"(?:\bcu[A-Z]\w* failed with error |\bGPU \w+ failed! |\bcu[A-Z]\w* failed res=)(\d{1,4})\b",
             ),
             true,

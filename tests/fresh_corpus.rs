@@ -1,5 +1,5 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh30/` (round twenty-four, which collected two), all spent and kept for regressions.
+//! through `tests/fresh31/` (round twenty-five, which collected two), all spent and kept for regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -649,4 +649,9 @@ fn fresh29_set_scores() {
 #[test]
 fn fresh30_set_scores() {
     score("fresh30");
+}
+
+#[test]
+fn fresh31_set_scores() {
+    score("fresh31");
 }

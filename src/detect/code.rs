@@ -441,11 +441,16 @@ fn defined_or_glossed(line: &str, hit: &Range<usize>) -> bool {
     // cudaErrorMemoryAllocation;`): output never ends an error's name with `;`.
     let statement_value = after.trim() == ";"
         && (before.trim_end().ends_with('=') || before.trim_end().ends_with("return"));
+    // IPython's traceback opens with the exception's class and, after padding, "Traceback (most
+    // recent call last)" (IPython/core/ultratb.py): output, not a reference's description.
+    let ipython_header = after
+        .trim_start()
+        .starts_with("Traceback (most recent call last)");
     statement_value
         || (opens_line
             && (defined_after().is_match(after)
                 || described_in_table().is_match(after)
-                || described_after().is_match(after)))
+                || (described_after().is_match(after) && !ipython_header)))
         || switch_label(before, after)
         || glossed_before().is_match(before)
         || explained_after().is_match(after)

@@ -225,6 +225,12 @@ pub fn refine(line: &str) -> Option<Refined> {
     {
         return Some(Refined::LibraryStatus(status));
     }
+    // TensorFlow's "UNKNOWN ERROR (34)" is a value, not the runtime's "unknown error".
+    if line.contains("UNKNOWN ERROR (") {
+        if let Some(e) = numbered_error(line) {
+            return Some(Refined::Error(e));
+        }
+    }
     let c = catalog();
     let best = c
         .needles
@@ -438,6 +444,12 @@ const CURAND_STATUS: StatusTable = &[
 const STATUS_BY_CODE: &[(&str, &str, &str)] = &[
     ("kernel execution error. (", "error: ", "cublas_"),
     ("cuBLAS error ", "", "cublas_"),
+    // A wrapper that puts the source location first and the status after `code=`: "cuBLAS error
+    // at csrc/gemm/gemm_runner.cu:125 code=15" (the CUDA samples' `check` helper prints the same
+    // "code=N" after the file and line).
+    ("cuBLAS error", " code=", "cublas_"),
+    ("CUBLAS error", " code=", "cublas_"),
+    ("CUBLAS Error", " code=", "cublas_"),
     // CUDA Library Samples' cuBLASLt helper, `checkCublasStatus`: "cuBLAS API failed with
     // status 7", then `std::logic_error("cuBLAS API failed")`.
     ("cuBLAS API failed with status ", "", "cublas_"),
@@ -603,7 +615,7 @@ struct NumberedError {
 ///
 /// Chinese input methods type full-width parentheses: "cuda runtime error（209）" reads as
 /// "cuda runtime error (209)".
-const NUMBERED_ERRORS: [NumberedError; 14] = [
+const NUMBERED_ERRORS: [NumberedError; 15] = [
     NumberedError {
         head: "CudaAPIError: [",
         end: Some(']'),
@@ -687,6 +699,14 @@ const NUMBERED_ERRORS: [NumberedError; 14] = [
     NumberedError {
         head: "Simulation cannot continue! Error code ",
         end: None,
+        radix: 10,
+        driver: true,
+    },
+    // TensorFlow's `ToString(CUresult)` for a value its table lacks: "failed call to cuInit:
+    // UNKNOWN ERROR (34)" (34 is `CUDA_ERROR_STUB_LIBRARY`).
+    NumberedError {
+        head: "UNKNOWN ERROR (",
+        end: Some(')'),
         radix: 10,
         driver: true,
     },

@@ -275,6 +275,10 @@ fn family_of_file_name(basename: &str, assertion: &str) -> Option<&'static str> 
         Some("embedding_index")
     } else if has("nll") || name.contains("cross_entropy") {
         Some("nll_target_out_of_range")
+    } else if has("index") || has("indices") || has("indexing") {
+        // DGL's "array_index_select.cuh: … Assertion `index[tx] >= 0 && index[tx] < arr_len`
+        // failed." (src/array/cuda/array_index_select.cuh), an index kernel's own bound.
+        Some("index_out_of_bounds")
     } else {
         None
     }

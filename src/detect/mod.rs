@@ -511,13 +511,12 @@ impl DetectorSet {
                     return None;
                 }
             }
-            return Some(Evidence::Headline {
-                kind: r.kind,
-                category: r.category.into(),
-                blame: r.blame,
-                hint: r.hint.into(),
-                rule: r.name.into(),
-            });
+            if r.kind == Kind::NcclError && r.category == "unknown" {
+                if let Some(e) = nccl_result_in_words(line) {
+                    return Some(e);
+                }
+            }
+            return Some(r.evidence());
         }
         // An NCCL WARN line that no row names: the catalog of NCCL's failing WARN sites, unless
         // a sentence quotes the line or code logs it (judged only for a catalogued failure).
@@ -677,10 +676,23 @@ fn compound_noun_head(rest: &str) -> bool {
     NOUNS.contains(&word)
 }
 
+/// The family of the `ncclGetErrorString` sentence a generic NCCL line prints
+/// ([`rules::NCCL_RESULT_TEXT`]), as the row that names it reports it.
+fn nccl_result_in_words(line: &str) -> Option<Evidence> {
+    let (_, name) = rules::NCCL_RESULT_TEXT
+        .iter()
+        .find(|(text, _)| line.contains(text))?;
+    HEADLINE_RULES
+        .iter()
+        .find(|r| r.name == *name)
+        .map(rules::HeadlineRule::evidence)
+}
+
 /// Rows whose wording is only a CUDA error when the catalog can name the message after it:
 /// Caffe2's "Error at: <file>.cu:<line>: <message>", Triton's and TensorRT's wrappers, a checking
 /// macro's "<call> failed with error <message>".
-const REFINED_ONLY: [&str; 7] = [
+const REFINED_ONLY: [&str; 8] = [
+    "tf_failed_driver_call",
     "cutlass_status",
     "caffe2_cuda_enforce",
     "cuda_error_wrapped",
@@ -1699,6 +1711,40 @@ mod tests {
             "Could not open the file (error code access denied)!",
         ] {
             assert!(d.inspect(line).is_none(), "{line}: {:?}", d.inspect(line));
+        }
+    }
+
+    /// Round twenty-five: cuBLAS's wrappers in other spellings, NCCL's result sentences behind a
+    /// wrapper's words, collectives the NCCL process group lacks, TensorFlow's numbered driver
+    /// results, IPython's traceback header.
+    #[test]
+    fn round_twenty_five_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("RuntimeError: /tmp/pip-req-build-5_wk8tph/transformer_engine/common/include/transformer_engine/logging.h:38 in function check_cublas_: CUBLAS Error: the requested functionality is not supported", Kind::CudaError, "cublas_not_supported"),
+            ("RuntimeError: CUBLAS error: an internal operation failed", Kind::CudaError, "cublas_internal_error"),
+            ("RuntimeError: cuBLAS error at /src/FlashRT/csrc/gemm/gemm_runner.cu:125 code=15", Kind::CudaError, "cublas_not_supported"),
+            ("Failed, NCCL error /home/u/TensorRT-LLM/cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp:183 'internal error - please report this issue to the NCCL developers'", Kind::NcclError, "nccl_internal_error"),
+            ("NCCL error /app/tensorrt_llm/cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp:295 'unhandled system error", Kind::NcclError, "nccl_unhandled_system_error"),
+            ("Failed, NCCL error /src/allreducePlugin.cpp:183 'unknown result code'", Kind::NcclError, "unknown"),
+            ("RuntimeError: ProcessGroupNCCL only supports alltoall* for NCCL lib version >= 2.7.0", Kind::NcclError, "nccl_unsupported_operation"),
+            ("RuntimeError: ProcessGroupNCCL does not support scatter", Kind::NcclError, "nccl_unsupported_operation"),
+            ("2021-02-22 19:01:28.163866: E tensorflow/stream_executor/cuda/cuda_driver.cc:351] failed call to cuInit: UNKNOWN ERROR (34)", Kind::CudaError, "stub_library"),
+            ("E external/xla/xla/stream_executor/cuda/cuda_driver.cc:282] failed call to cuInit: UNKNOWN ERROR (303)", Kind::CudaError, "shared_object_init_failed"),
+            ("OutOfMemoryError                          Traceback (most recent call last)", Kind::Oom, "cuda_oom"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // A driver call TensorFlow names without a result the catalog knows.
+            "failed call to cuInit: something else",
+            // The collective named in a sentence, without the raised error.
+            "the NCCL backend is used, but ProcessGroupNCCL does not support scatter in this release",
+            // Another class opening IPython's header, and a reference line about the class.
+            "ValueError                          Traceback (most recent call last)",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
         }
     }
 

@@ -82,22 +82,25 @@ struct Patterns {
 /// Loggers that name a loss by its function print the name of torch.nn's loss class without
 /// "Loss" (torch/nn/modules/loss.py: CrossEntropyLoss, SmoothL1Loss, NLLLoss, BCELoss, KLDivLoss,
 /// MSELoss, HuberLoss; torchvision's sigmoid_focal_loss): GluonCV's detection scripts log
-/// `CrossEntropy=12.25, SmoothL1=nan` (`mx.metric.Loss('SmoothL1')`). Gradient-boosting
+/// `CrossEntropy=12.25, SmoothL1=nan` (`mx.metric.Loss('SmoothL1')`). Marian and the TensorFlow
+/// 1.x tutorials call the objective the cost (Marian's "Ep. 1 : Up. 300 : … : Cost nan : Time …",
+/// src/training/scheduler.h; `cost = nan`). Gradient-boosting
 /// libraries print their objective's metric the same way, by its short name (XGBoost's
 /// `[8] eval-mae:inf train-mae:inf`, tab-separated; `rmse`; the names of XGBoost's `eval_metric`).
 /// A key starts where an ASCII word does: Chinese runs its words together ("训练一段时间后loss=nan",
 /// loss=nan after training a while), and a Han character is a word character to Unicode's `\b`.
 /// Shared by the three value forms.
-const KEY: &str = r"(?P<key>(?-u:\b)[a-z_]*loss[a-z_0-9]*|(?-u:\b)[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|(?-u:\b)total_norm|(?-u:\b)gnorm\b|(?-u:\b)(?:[a-z]+_)?(?:cross_?entropy|smooth_?l1|nll|bce|kl_?div|mse|rmse|mae|huber|focal)\b)";
+const KEY: &str = r"(?P<key>(?-u:\b)[a-z_]*loss[a-z_0-9]*|(?-u:\b)[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|(?-u:\b)total_norm|(?-u:\b)gnorm\b|(?-u:\b)(?:[a-z]+_)?(?:cross_?entropy|smooth_?l1|nll|bce|kl_?div|mse|rmse|mae|huber|focal)\b|(?-u:\b)(?:[a-z]+_)?cost\b)";
 /// The non-finite token and what may follow a value (so `nan_count`, `info` or `inf.5` never
 /// count; a zero fraction as a template with `{:.1f}`-style text prints it, `loss=nan.0`; a full
-/// stop only before a space or the end; Markdown's closing `**`; a Han character,
+/// stop or a colon only before a space or the end, as a progress bar's description ends in one,
+/// `Valid Epoch: 16 Loss: nan: 100%|…`; Markdown's closing `**`; a Han character,
 /// since Chinese runs its words together: `grad_norm为Nan的情况`, and Korean's and Japanese
 /// particles, which attach to the word: `loss = nan이 뜨다가`, `lossがnanになる`). In
 /// the bare, verbal and group forms it is matched case-sensitively, in the spellings runtimes
 /// print: Python, numpy and PyTorch `nan`/`inf` (C's `%f` too, `%F` gives `NAN`/`INF`), and the
 /// JVM's `Double.toString` and JavaScript's `NaN`/`Infinity` (Scala/Java trainers, JS loggers).
-const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:\.0+)?(?:$|[\s,;|}\])'"`*，；。\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]|\.(?:\s|$))"#;
+const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:\.0+)?(?:$|[\s,;|}\])'"`*，；。\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]|[.:](?:\s|$))"#;
 
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
@@ -175,7 +178,7 @@ fn patterns() -> &'static Patterns {
         )
         .expect("static regex"),
         adjectival: Regex::new(
-            r"(?i:\b(?:received|receiving|got|getting|encountered|encountering|detected|found|hit|observed|saw))\s+(?:(?i:an?)\s+)?\b(?P<tok>nan|NaN|NAN|inf|Inf|INF)\s+(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))\b",
+            r"(?i:\b(?:received|receiving|get|gets|got|getting|encountered|encountering|detected|found|hit|observed|saw|see|seeing|meet|meeting|met|having|facing))\s+(?:(?i:an?)\s+)?\b(?P<tok>nan|NaN|Nan|NAN|inf|Inf|INF)\s+(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))\b",
         )
         .expect("static regex"),
         unexpected: Regex::new(
@@ -190,7 +193,7 @@ fn patterns() -> &'static Patterns {
         // the sentence ("the loss is **always NaN**").
         // A gradient ("the gradient becomes NaN after 150 steps") is a gradient norm's family.
         changed_state: Regex::new(&format!(
-            r#"(?i){}\s+(?:[*_]{{1,2}})?(?:(?:always|still|suddenly|then|quickly|soon|eventually|sometimes|just|directly|immediately|constantly|consistently|continuously|also)\s+)?(?:became|becomes?|becoming|ha(?:s|ve)\s+become|turn(?:s|ed)?\s+(?:in)?to|goes\s+to|went\s+to|keeps?\s+being|kept\s+being|stay(?:s|ed)?|remain(?:s|ed)?|(?:is|was|are|were)\s+[*_]{{0,2}}(?:always|still|constantly|consistently)|change[sd]?\s+to|jump(?:s|ed)?\s+to|explode[sd]?\s+to|(?:rise[sn]?|rose)\s+to|drop(?:s|ped)?\s+to|approach(?:es|ed)?|reach(?:es|ed)?)\s+(?:(?:to|into|be)\s+)?[*_'"`]{{0,2}}{TOKEN}"#,
+            r#"(?i){}\s+(?:[*_]{{1,2}})?(?:(?:always|still|suddenly|then|quickly|soon|eventually|sometimes|just|directly|immediately|constantly|consistently|continuously|also)\s+)?(?:became|becomes?|becoming|ha(?:s|ve)\s+become|show(?:s|ed|ing)?|turn(?:s|ed)?\s+(?:in)?to|goes\s+to|went\s+to|keeps?\s+being|kept\s+being|stay(?:s|ed)?|remain(?:s|ed)?|(?:is|was|are|were)\s+[*_]{{0,2}}(?:always|still|constantly|consistently)|change[sd]?\s+to|jump(?:s|ed)?\s+to|explode[sd]?\s+to|(?:rise[sn]?|rose)\s+to|drop(?:s|ped)?\s+to|approach(?:es|ed)?|reach(?:es|ed)?)\s+(?:(?:to|into|be)\s+)?[*_'"`]{{0,2}}{TOKEN}"#,
             KEY.replacen("(?P<key>", r"(?P<key>(?-u:\b)gradients?(?-u:\b)|", 1)
         ))
         .expect("static regex"),
@@ -390,6 +393,20 @@ const NAN_DETECTOR_HINT: &str = "fairseq's NaN detector found a non-finite tenso
      (forward) or gradient (backward) of the module it names; the first module named is where \
      values first went non-finite: check that layer's inputs, lower the learning rate, clip \
      gradients, or run that layer in fp32 or bf16.";
+
+const NAN_TENSOR_HINT: &str = "A tensor printed in the log is NaN throughout (a debugging print \
+    of an output or a gradient): find the first operation whose output turns non-finite \
+    (torch.autograd.set_detect_anomaly for gradients) and check its inputs, the learning rate and \
+    the precision.";
+
+/// Is the line the first row of a tensor that PyTorch prints NaN in every place of ("at FA3 dq
+/// is : tensor([nan, nan, nan, …"; its repr fills about 80 columns a row)? Twelve or more, so
+/// that a documentation example of a small NaN tensor (`tensor([nan, nan, nan])`) is no event.
+fn nan_tensor(line: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    line.contains("tensor([")
+        && super::prose::cached(&R, r"\btensor\(\[+\s*(?:nan,\s*){11,}nan\b").is_match(line)
+}
 
 const SIMULATION_HINT: &str = "The physics simulation's state became NaN, infinite or huge: \
      the controls or forces it was given were non-finite or too large for its time step (a \
@@ -595,6 +612,9 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     if let Some(e) = megatron_validation(line) {
         return Some(e);
     }
+    if nan_tensor(line) {
+        return Some(headline("non_finite_value", NAN_TENSOR_HINT));
+    }
     if let Some(e) = runtime_message(line, LOGGED_VALUE_CHECKS) {
         return e.map(provisional);
     }
@@ -756,6 +776,15 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             }) {
                 return value_headline(&c, false);
             }
+            // "I keep getting Nan loss at around 40 epochs": the value before its key in the
+            // writer's report, with nothing hypothetical before it.
+            if let Some(c) = p.adjectival.captures(line).filter(|c| {
+                c.get(0).is_some_and(|m| {
+                    super::prose::has_report_cue(line) && !p.hedged.is_match(&line[..m.start()])
+                })
+            }) {
+                return value_headline(&c, false);
+            }
             // "after several iterations, the training loss became Nan": what happened to a value
             // in the writer's run, told as a sentence with nothing hypothetical before it.
             if let Some(c) = p.changed_state.captures(line).filter(|c| {
@@ -878,6 +907,32 @@ mod tests {
             cat("DeepSpeed提示Loss scale already at minimum然后就自己中断训练了").as_deref(),
             Some("loss_scale_collapse")
         );
+    }
+
+    #[test]
+    fn round_twenty_five_costs_bars_tensors_and_reports() {
+        for (line, want) in [
+            ("[2020-09-05 20:22:42] Ep. 1 : Up. 300 : Sen. 137,255 : Cost nan : Time 17.18s : nan words/s : gNorm 41172.8250", "non_finite_loss"),
+            ("Epoch: 0003 cost= nan", "non_finite_loss"),
+            ("Valid Epoch: 16 Loss: nan: 100% 660/660 [00:04<00:00, 143.71it/s]", "non_finite_loss"),
+            ("at FA3 dq is : tensor([nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan,", "non_finite_value"),
+            ("Thanks for the code. I keep getting Nan loss at around 40 epochs.", "non_finite_loss"),
+            ("the train loss always shows nan.", "non_finite_loss"),
+            ("However, I run your code several times and always meet \"loss is nan\".", "non_finite_loss"),
+        ] {
+            assert_eq!(cat(line), Some(want.to_owned()), "{line}");
+        }
+        for line in [
+            // A finite cost, and a small NaN tensor of a documentation example.
+            "[2020-09-05 20:22:24] Ep. 1 : Up. 200 : Sen. 86,994 : Cost 211.39459229 : Time 20.37s",
+            ">>> torch.full((4,), float('nan'))  # tensor([nan, nan, nan, nan])",
+            "tensor([nan, nan, nan, nan, nan, nan, nan, nan])",
+            // Advice and questions about meeting a NaN loss.
+            "If you get nan loss, lower the learning rate.",
+            "Why do I keep getting nan loss when I use fp16?",
+        ] {
+            assert_eq!(cat(line), None, "{line}");
+        }
     }
 
     #[test]

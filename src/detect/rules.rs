@@ -11,7 +11,7 @@
 //! `ncclResult_t` names and `ncclGetErrorString` texts, and the ATen kernel sources named in the
 //! assertion rows (aten/src/ATen/native/cuda/*.cu).
 
-use crate::model::{Blame, Kind};
+use crate::model::{Blame, Evidence, Kind};
 
 /// A family of kernel `assert`s, recognised from the assertion expression or the kernel file.
 pub struct AssertFamily {
@@ -148,6 +148,19 @@ pub struct HeadlineRule {
     /// `… (29 vs. 0)  driver shutting down`). They need no gate anchor of their own, which keeps
     /// the gate small; a line that has only them is not inspected.
     pub refines: &'static [&'static str],
+}
+
+impl HeadlineRule {
+    /// What a line that this row names reports.
+    pub fn evidence(&self) -> Evidence {
+        Evidence::Headline {
+            kind: self.kind,
+            category: self.category.into(),
+            blame: self.blame,
+            hint: self.hint.into(),
+            rule: self.name.into(),
+        }
+    }
 }
 
 // Hints shared by the cuBLAS/cuDNN status rows. The rows follow the libraries' status enums
@@ -916,6 +929,13 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // sentence) and CUDA Library Samples' "cuBLAS API failed with status 7".
             "cuBLAS Error: ",
             "cuBLAS API failed with status",
+            // The same wrappers in the other spellings of the library's name: Transformer
+            // Engine's older `NVTE_CHECK_CUBLAS` ("CUBLAS Error: the requested functionality is
+            // not supported", transformer_engine/common/include/transformer_engine/logging.h),
+            // and a colon straight after the word ("CUBLAS error: …").
+            "CUBLAS Error: ",
+            "CUBLAS error: ",
+            "cuBLAS error: ",
             // Lua Torch and PyTorch before 1.1 (THC's `THCublasCheck` / `THCusparseCheck`,
             // lib/THC/THCGeneral.c): "RuntimeError: cublas runtime error : the GPU program
             // failed to execute at /pytorch/aten/src/THC/THCBlas.cu:249".
@@ -1539,6 +1559,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     // number (detect's `REFINED_ONLY`): PhysX's other errors (a buffer capacity to raise)
     // are not CUDA failures.
     generic_cuda("physx_error_numbered", &["PhysX error: "]),
+    // TensorFlow's driver wrapper names a failed driver call and the `CUresult` after it, by name
+    // ("failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected") or, for
+    // a value its table lacks, by number ("failed call to cuInit: UNKNOWN ERROR (34)";
+    // stream_executor/cuda/cuda_driver.cc and its successors, `ToString(CUresult)`). Counted only
+    // where `cuda_catalog` names the result (detect's `REFINED_ONLY`).
+    generic_cuda("tf_failed_driver_call", &["failed call to cu"]),
     // Wrappers that put the runtime's error after their own words, counted only where
     // `cuda_catalog` names the error (detect's `REFINED_ONLY`): the words alone also head a
     // FAQ's section. Triton's launcher and driver checks: "Triton Error [CUDA]: an illegal
@@ -1874,6 +1900,29 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         blame: Blame::Application,
         hint: "NCCL was called incorrectly (e.g. two ranks on one GPU, mismatched collectives): \
                check device assignment per rank.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // A collective that PyTorch's NCCL process group does not implement, or only implements
+        // with a newer NCCL: "RuntimeError: ProcessGroupNCCL does not support scatter" (before
+        // 1.13), "ProcessGroupNCCL does not support recvAnysource", "RuntimeError:
+        // ProcessGroupNCCL only supports alltoall* for NCCL lib version >= 2.7.0"
+        // (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, `C10_THROW_ERROR`/`TORCH_CHECK`).
+        // The job stops at the call; keyed on the raised error, whose class the gate's `rror`
+        // anchor covers.
+        name: "process_group_nccl_unsupported",
+        literals: &[
+            "rror: ProcessGroupNCCL does not support",
+            "rror: ProcessGroupNCCL only supports",
+        ],
+        kind: Kind::NcclError,
+        category: "nccl_unsupported_operation",
+        blame: Blame::Application,
+        hint: "The NCCL process group does not implement this collective (or needs a newer NCCL \
+               for it): use a collective it supports, a build with a newer NCCL, or the gloo \
+               backend for this call.",
         priority: HIGH,
         requires_any: &[],
         refines: &[],
@@ -2311,6 +2360,20 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &[],
         refines: &[],
     },
+];
+
+/// `ncclGetErrorString`'s sentences (NCCL src/init.cc), each with the row that names its family,
+/// for a wrapper that prints the sentence after words of its own: TensorRT-LLM's `NCCLCHECK`
+/// ("Failed, NCCL error cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp:183 'internal
+/// error'", tensorrt_llm/common/cudaUtils.h). Read only on a line that the generic NCCL row
+/// matched and no specific row did; the sentences are lowercase in every NCCL 2 release.
+pub const NCCL_RESULT_TEXT: [(&str, &str); 6] = [
+    ("unhandled cuda error", "nccl_unhandled_cuda_error"),
+    ("unhandled system error", "nccl_unhandled_system_error"),
+    ("internal error", "nccl_internal_error"),
+    ("invalid usage", "nccl_invalid_usage"),
+    ("remote process exited", "nccl_remote_error"),
+    ("invalid argument", "nccl_invalid_argument"),
 ];
 
 /// Literals that only mark a line as belonging to an open failure (hint and teardown lines).

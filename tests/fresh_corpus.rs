@@ -1,5 +1,5 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh31/` (round twenty-five, which collected two), all spent and kept for regressions.
+//! through `tests/fresh32/` (round twenty-five, which collected two), all spent and kept for regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -654,4 +654,9 @@ fn fresh30_set_scores() {
 #[test]
 fn fresh31_set_scores() {
     score("fresh31");
+}
+
+#[test]
+fn fresh32_set_scores() {
+    score("fresh32");
 }

@@ -258,7 +258,7 @@ fn family_of_file_name(basename: &str, assertion: &str) -> Option<&'static str> 
     static BOUND: OnceLock<Regex> = OnceLock::new();
     let bound = cached(
         &BOUND,
-        r"(?i)<=?\s*[\w.>\[\]-]{0,40}?(?:size|shape|dim|len|num_|count|vocab|n_class|classes)",
+        r"(?i)<=?\s*[\w.>\[\]()-]{0,40}?(?:size|shape|dim|len|num_|count|vocab|n_class|classes)",
     );
     if !bound.is_match(assertion) {
         return None;
@@ -275,13 +275,26 @@ fn family_of_file_name(basename: &str, assertion: &str) -> Option<&'static str> 
         Some("embedding_index")
     } else if has("nll") || name.contains("cross_entropy") {
         Some("nll_target_out_of_range")
-    } else if has("index") || has("indices") || has("indexing") {
+    } else if has("index") || has("indices") || has("indexing") || index_operand(assertion) {
         // DGL's "array_index_select.cuh: … Assertion `index[tx] >= 0 && index[tx] < arr_len`
-        // failed." (src/array/cuda/array_index_select.cuh), an index kernel's own bound.
+        // failed." (src/array/cuda/array_index_select.cuh), an index kernel's own bound, and an
+        // index checked against a container's size in any file (XGBoost's `Span::operator[]`,
+        // include/xgboost/span.h: "Assertion `((_idx) < (size()))` failed.").
         Some("index_out_of_bounds")
     } else {
         None
     }
+}
+
+/// Is the bound's left side an index by its name (`_idx`, `index[tx]`, `indices[i]`), however
+/// many parentheses a macro put around it?
+fn index_operand(assertion: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r"(?i)(?:^|[^a-z0-9])_?(?:idx|index|indices)(?:\[[^\]]{0,20}\])?\)*\s*<",
+    )
+    .is_match(assertion)
 }
 
 /// Does the text before an assertion name a path inside PyTorch's sources or its installed
@@ -769,6 +782,8 @@ mod tests {
             ("/src/ops/gather_utils.cu:12: k: block: [0,0,0], thread: [1,0,0] Assertion `ptr != nullptr` failed.", "custom_kernel_assert"),
             ("/home/u/proj/csrc/moe_gather.cu:45: k: block: [0,0,0], thread: [1,0,0] Assertion `blockDim.x <= 1024` failed.", "custom_kernel_assert"),
             ("/src/gatherv_allgather.cu:12: k: block: [0,0,0], thread: [1,0,0] Assertion `offset < total_size` failed.", "custom_kernel_assert"),
+            ("dgl/src/array/cuda/uvm/../array_index_select.cuh:23: void dgl::aten::impl::IndexSelectSingleKernel(const DType *, const IdType *, signed long, signed long, DType *) [with DType = signed long; IdType = signed long]: block: [0,0,0], thread: [735,0,0] Assertion `index[tx] >= 0 && index[tx] < arr_len` failed.", "index_out_of_bounds"),
+            ("../include/xgboost/span.h:540: T &xgboost::common::Span<T, Extent>::operator[](unsigned long) const [with T = const xgboost::FeatureType, Extent = 18446744073709551615UL]: block: [166,0,0], thread: [0,0,0] Assertion `((_idx) < (size()))` failed.", "index_out_of_bounds"),
             // PyTorch's own kernels stay unknown where the catalog lacks the site.
             ("/pytorch/aten/src/ATen/native/sparse/ValidateCompressedIndicesCommon.h:44: _assert: block: [0,0,0], thread: [3,0,0] Assertion `cond && message` failed.", "unknown"),
             ("C:\\pytorch\\aten\\src\\ATen\\native\\cuda\\Bucketization.cu:52: k: block: [0,0,0], thread: [3,0,0] Assertion `x < y` failed.", "unknown"),

@@ -624,6 +624,16 @@ fn type_name_alone(line: &str, hit: std::ops::Range<usize>) -> bool {
             && !line.contains("fail")
             && cuda_catalog::refine(line).is_none();
     }
+    if name == "NCCL error" || name == "NCCL Error" {
+        // The same compound after NCCL's name, also in a heading's title case ("Confirmed
+        // fallback logic triggers on timeout/NCCL error patterns", "6. NCCL Error Messages and
+        // Solutions").
+        let rest = line.get(hit.end..).unwrap_or("");
+        let spaced = rest.starts_with(' ');
+        return spaced
+            && compound_noun_head(&rest.trim_start().to_ascii_lowercase())
+            && !line.contains("fail");
+    }
     if name != "cudaError" && name != "hipError" {
         return false;
     }
@@ -645,12 +655,14 @@ fn compared_name(line: &str, hit: std::ops::Range<usize>) -> bool {
 
 /// Does `rest` (what follows "CUDA error ") start with a noun that makes the two words a compound:
 /// "CUDA error checking is performed", "CUDA error handling", "CUDA error macros", a reference's
-/// heading "CUDA error types"? What the runtime
+/// heading "CUDA error types", a detection rule's "NCCL error patterns"? What the runtime
 /// and the checking macros print after the words is a colon, a number, a code, a location or the
 /// message ("CUDA error 700", "CUDA error at foo.cu:12 code=700", "CUDA error (2)"), never one of
 /// these nouns; "code" and "message" are left out, since "CUDA error code=700" is output.
 fn compound_noun_head(rest: &str) -> bool {
-    const NOUNS: [&str; 17] = [
+    const NOUNS: [&str; 19] = [
+        "pattern",
+        "patterns",
         "type",
         "types",
         "kinds",
@@ -691,8 +703,9 @@ fn nccl_result_in_words(line: &str) -> Option<Evidence> {
 /// Rows whose wording is only a CUDA error when the catalog can name the message after it:
 /// Caffe2's "Error at: <file>.cu:<line>: <message>", Triton's and TensorRT's wrappers, a checking
 /// macro's "<call> failed with error <message>".
-const REFINED_ONLY: [&str; 8] = [
+const REFINED_ONLY: [&str; 9] = [
     "tf_failed_driver_call",
+    "opencv_gpu_api_call",
     "cutlass_status",
     "caffe2_cuda_enforce",
     "cuda_error_wrapped",
@@ -775,7 +788,11 @@ fn refine_generic(line: &str, generic: &rules::HeadlineRule) -> Option<Evidence>
         cuda_catalog::Refined::Error(e) => (e.kind, e.category.into(), e.blame, e.hint_text()?),
         // A math library's failed allocation (`cusolver_alloc_failed`, …) is the GPU's memory
         // running out, as for cuBLAS and cuDNN.
-        cuda_catalog::Refined::LibraryStatus(c) if c.ends_with("_alloc_failed") => {
+        // cuRAND spells its status out (`CURAND_STATUS_ALLOCATION_FAILED`, "memory allocation
+        // failed" in the cuRAND reference).
+        cuda_catalog::Refined::LibraryStatus(c)
+            if c.ends_with("_alloc_failed") || c.ends_with("_allocation_failed") =>
+        {
             (Kind::Oom, c.into(), generic.blame, generic.hint)
         }
         cuda_catalog::Refined::LibraryStatus(c) => {
@@ -1732,6 +1749,21 @@ mod tests {
             ("2021-02-22 19:01:28.163866: E tensorflow/stream_executor/cuda/cuda_driver.cc:351] failed call to cuInit: UNKNOWN ERROR (34)", Kind::CudaError, "stub_library"),
             ("E external/xla/xla/stream_executor/cuda/cuda_driver.cc:282] failed call to cuInit: UNKNOWN ERROR (303)", Kind::CudaError, "shared_object_init_failed"),
             ("OutOfMemoryError                          Traceback (most recent call last)", Kind::Oom, "cuda_oom"),
+            // The second set: PyTorch builds without NCCL or libuv, NCCL's socket layer on a
+            // transfer, Faiss's and thrust's allocations, OpenCV's CUDA module, DeepSpeed's
+            // cuBLAS handle, cuRAND's allocation status.
+            ("RuntimeError: Distributed package doesn't have NCCL built in", Kind::NcclError, "nccl_backend_unavailable"),
+            ("windows单机单卡训练报错RuntimeError: Distributed package doesn't have NCCL built in", Kind::NcclError, "nccl_backend_unavailable"),
+            ("RuntimeError: use_libuv was requested but PyTorch was build without libuv support", Kind::NcclError, "c10d_libuv_unavailable"),
+            ("Windows -- RuntimeError: use_libuv was requested but PyTorch was built without libuv support", Kind::NcclError, "c10d_libuv_unavailable"),
+            ("node2: Net : Call to recv from 10.1.2.3<56843> failed : Connection refused", Kind::NcclError, "nccl_connection_refused"),
+            ("Faiss assertion 'cudaMalloc(p, size) == cudaSuccess' failed in void faiss::gpu::allocMemorySpace(faiss::gpu::MemorySpace, void**, size_t) at utils/MemorySpace.cpp:20; details: Failed to cudaMalloc 16000000000 bytes", Kind::Oom, "cuda_oom"),
+            ("Training many models with gpu_hist in Optuna yields \u{2018}parallel_for failed: out of memory\u{2019}", Kind::Oom, "cuda_oom"),
+            ("OpenCV Error: Gpu API call (unknown error) in allocate, file /opencv/modules/core/src/cuda/gpu_mat.cu, line 116", Kind::CudaError, "unknown_error"),
+            ("cv2.error: OpenCV(4.5.1) /opencv/modules/core/src/cuda/gpu_mat.cu:116: error: (-217:Gpu API call) out of memory in function 'allocate'", Kind::Oom, "cuda_oom"),
+            ("RuntimeError: Fail to create cublas handle.", Kind::CudaError, "cublas_create_failed"),
+            ("CURANDError: CURAND_STATUS_ALLOCATION_FAILED", Kind::Oom, "curand_allocation_failed"),
+            ("Apparently successful build on Jetson Nano, but run yields \"cudaErrorLaunchFailure: unspecified launch failure\"", Kind::CudaError, "unspecified_launch_failure"),
         ] {
             assert!(d.gate_matches(line.as_bytes()), "{line}");
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
@@ -1743,6 +1775,13 @@ mod tests {
             "the NCCL backend is used, but ProcessGroupNCCL does not support scatter in this release",
             // Another class opening IPython's header, and a reference line about the class.
             "ValueError                          Traceback (most recent call last)",
+            // NCCL's name heading a compound about its messages, in prose and a heading.
+            "- Confirmed fallback logic triggers on timeout/NCCL error patterns",
+            "  6. NCCL Error Messages and Solutions",
+            // OpenCV's wrapper with a message the catalog does not know.
+            "OpenCV Error: Gpu API call (no idea) in allocate",
+            // A socket transfer that names no peer's refusal.
+            "Call to recv from the queue failed: timeout",
         ] {
             assert_eq!(headline(&d, line), None, "{line}");
         }

@@ -722,6 +722,23 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // DeepSpeed's check of `cublasCreate` in its kernels' context: "RuntimeError: Fail to
+        // create cublas handle." (csrc/includes/context.h), which names no status. cuBLAS fails
+        // to create a handle when it cannot get the memory for it, usually because the GPU is
+        // already full.
+        name: "cublas_handle_create_failed",
+        literals: &["rror: Fail to create cublas handle"],
+        kind: Kind::CudaError,
+        category: "cublas_create_failed",
+        blame: Blame::Application,
+        hint: "cuBLAS could not create its handle, almost always for want of GPU memory at that \
+               moment: check what else holds memory on the GPU (nvidia-smi) and whether this rank \
+               picked the GPU another rank uses.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
         name: "cublas_invalid_value",
         literals: &["CUBLAS_STATUS_INVALID_VALUE"],
         kind: Kind::CudaError,
@@ -1018,6 +1035,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // heading is no event.
             "Out of GPU memory trying to allocate",
             "ERROR: Out of GPU memory",
+            // Faiss's GPU allocations before its StandardGpuResources memory manager: "Faiss
+            // assertion 'cudaMalloc(p, size) == cudaSuccess' failed in void
+            // faiss::gpu::allocMemorySpace(…) at utils/MemorySpace.cpp:20; details: Failed to
+            // cudaMalloc 16000000000 bytes" (faiss/gpu/utils/MemorySpace.cpp, the one assertion
+            // of its allocator).
+            "failed in void faiss::gpu::allocMemorySpace",
             "LoadError: Out of GPU memory",
             "OutOfGPUMemoryError",
             // ggml / llama.cpp: "alloc_tensor_range: failed to allocate CUDA0 buffer of size N",
@@ -1565,6 +1588,15 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     // stream_executor/cuda/cuda_driver.cc and its successors, `ToString(CUresult)`). Counted only
     // where `cuda_catalog` names the result (detect's `REFINED_ONLY`).
     generic_cuda("tf_failed_driver_call", &["failed call to cu"]),
+    // OpenCV's CUDA module (`cv::cuda::checkCudaError`, modules/core/include/opencv2/core/
+    // private.cuda.hpp) raises error -217 with the runtime's message: OpenCV 2 and 3 print
+    // "OpenCV Error: Gpu API call (out of memory) in allocate, file …", OpenCV 4 "error:
+    // (-217:Gpu API call) out of memory in function 'allocate'". Counted only where the catalog
+    // names the message (detect's `REFINED_ONLY`).
+    generic_cuda(
+        "opencv_gpu_api_call",
+        &["rror: Gpu API call (", "rror: (-217:Gpu API call)"],
+    ),
     // Wrappers that put the runtime's error after their own words, counted only where
     // `cuda_catalog` names the error (detect's `REFINED_ONLY`): the words alone also head a
     // FAQ's section. Triton's launcher and driver checks: "Triton Error [CUDA]: an illegal
@@ -1584,6 +1616,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         &[
             "Triton Error [CUDA]",
             "CUDA initialization failure with error",
+            // Thrust's CUDA backend names the algorithm before the runtime's message:
+            // "parallel_for failed: out of memory" (thrust/system/cuda/detail/parallel_for.h,
+            // `throw_on_error`), also without the terminate block around it.
+            "parallel_for failed: ",
             "_driver.LaunchError: ",
             "_driver.LogicError: ",
             "_driver.MemoryError: ",
@@ -1905,6 +1941,40 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // A PyTorch build without NCCL asked for the NCCL backend: "RuntimeError: Distributed
+        // package doesn't have NCCL built in" (torch/distributed/distributed_c10d.py; the Windows
+        // and macOS wheels and CPU builds have no NCCL). The job stops in init_process_group.
+        name: "nccl_backend_unavailable",
+        literals: &["rror: Distributed package doesn't have NCCL built in"],
+        kind: Kind::NcclError,
+        category: "nccl_backend_unavailable",
+        blame: Blame::Application,
+        hint: "This PyTorch build has no NCCL (Windows and macOS wheels, CPU builds): use the \
+               gloo backend there (init_process_group(backend=\"gloo\")), or a Linux CUDA build \
+               for NCCL.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // torchrun's store on a PyTorch build without libuv: since 2.4 TCPStore uses its libuv
+        // backend by default (the PyTorch tutorial "Introduction to Libuv TCPStore Backend",
+        // which also gives the ways back to the legacy one), and the Windows wheels lack it:
+        // "RuntimeError: use_libuv was requested but PyTorch was build without libuv support"
+        // (torch/csrc/distributed/c10d/TCPStore.cpp; later releases spell it "built").
+        name: "c10d_libuv_unavailable",
+        literals: &["rror: use_libuv was requested but PyTorch was buil"],
+        kind: Kind::NcclError,
+        category: "c10d_libuv_unavailable",
+        blame: Blame::Application,
+        hint: "The job asked TCPStore for its libuv backend, which this PyTorch build lacks \
+               (Windows wheels): set USE_LIBUV=0 in the environment, or add use_libuv=0 to the \
+               init_method URL.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
         // A collective that PyTorch's NCCL process group does not implement, or only implements
         // with a newer NCCL: "RuntimeError: ProcessGroupNCCL does not support scatter" (before
         // 1.13), "ProcessGroupNCCL does not support recvAnysource", "RuntimeError:
@@ -2100,6 +2170,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "socketPollConnect",
             "WARN Call to connect",
             "DistNetworkError",
+            // NCCL's socket layer on a transfer: "Net : Call to recv from 10.0.0.2<56843>
+            // failed : Connection refused" (misc/socket.cc, `ncclSocketProgressOpt`).
+            "Call to recv from",
+            "Call to send to",
         ],
         refines: &[],
     },

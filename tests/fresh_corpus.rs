@@ -1,5 +1,5 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh32/` (round twenty-five, which collected two), all spent and kept for regressions.
+//! through `tests/fresh33/` (round twenty-five, which collected three), all spent and kept for regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -659,4 +659,9 @@ fn fresh31_set_scores() {
 #[test]
 fn fresh32_set_scores() {
     score("fresh32");
+}
+
+#[test]
+fn fresh33_set_scores() {
+    score("fresh33");
 }

@@ -450,6 +450,7 @@ const STATUS_BY_CODE: &[(&str, &str, &str)] = &[
     ("cuBLAS error", " code=", "cublas_"),
     ("CUBLAS error", " code=", "cublas_"),
     ("CUBLAS Error", " code=", "cublas_"),
+    ("CuBLAS error at ", ": ", "cublas_"),
     // CUDA Library Samples' cuBLASLt helper, `checkCublasStatus`: "cuBLAS API failed with
     // status 7", then `std::logic_error("cuBLAS API failed")`.
     ("cuBLAS API failed with status ", "", "cublas_"),
@@ -615,7 +616,7 @@ struct NumberedError {
 ///
 /// Chinese input methods type full-width parentheses: "cuda runtime error（209）" reads as
 /// "cuda runtime error (209)".
-const NUMBERED_ERRORS: [NumberedError; 15] = [
+const NUMBERED_ERRORS: [NumberedError; 16] = [
     NumberedError {
         head: "CudaAPIError: [",
         end: Some(']'),
@@ -642,6 +643,12 @@ const NUMBERED_ERRORS: [NumberedError; 15] = [
     },
     NumberedError {
         head: "CUDA error ",
+        end: None,
+        radix: 10,
+        driver: false,
+    },
+    NumberedError {
+        head: "CUDA Error ",
         end: None,
         radix: 10,
         driver: false,

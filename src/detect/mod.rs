@@ -616,11 +616,11 @@ fn type_name_alone(line: &str, hit: std::ops::Range<usize>) -> bool {
     let Some(name) = line.get(hit.clone()) else {
         return false;
     };
-    if name == "CUDA error " {
+    if name == "CUDA error " || name == "CUDA Error " {
         // A checking macro's failure names the practice too ("CUDA error check failed with code
         // 700", "[CUDA error check] invalid configuration argument"): it reports when it says
         // that something failed or the catalog can name the error.
-        return compound_noun_head(line.get(hit.end..).unwrap_or(""))
+        return compound_noun_head(&line.get(hit.end..).unwrap_or("").to_ascii_lowercase())
             && !line.contains("fail")
             && cuda_catalog::refine(line).is_none();
     }
@@ -1764,6 +1764,11 @@ mod tests {
             ("RuntimeError: Fail to create cublas handle.", Kind::CudaError, "cublas_create_failed"),
             ("CURANDError: CURAND_STATUS_ALLOCATION_FAILED", Kind::Oom, "curand_allocation_failed"),
             ("Apparently successful build on Jetson Nano, but run yields \"cudaErrorLaunchFailure: unspecified launch failure\"", Kind::CudaError, "unspecified_launch_failure"),
+            // A third set: thrust's scratch space, a title-case numbered head, a basecaller's
+            // cuBLAS status by value.
+            ("MemoryError: std::bad_alloc: temporary_buffer::allocate: get_temporary_buffer failed", Kind::Oom, "cuda_oom"),
+            ("when I try to copy data back to the CPU, I get an error: CUDA Error 700: Illegal Memory Access.", Kind::CudaError, "illegal_memory_access"),
+            ("`[guppy/error] main: CuBLAS error at /builds/ofan/ont_core_cpp/ont_core/basecall_core/nn_caller_cuda.cpp:1138: 1", Kind::CudaError, "cublas_not_initialized"),
         ] {
             assert!(d.gate_matches(line.as_bytes()), "{line}");
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
@@ -1782,6 +1787,9 @@ mod tests {
             "OpenCV Error: Gpu API call (no idea) in allocate",
             // A socket transfer that names no peer's refusal.
             "Call to recv from the queue failed: timeout",
+            // The title-case head of a compound, as a heading writes it.
+            "## CUDA Error Handling",
+            "CUDA Error Checking in Kernels",
         ] {
             assert_eq!(headline(&d, line), None, "{line}");
         }

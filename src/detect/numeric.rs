@@ -789,7 +789,7 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             // in the writer's run, told as a sentence with nothing hypothetical before it.
             if let Some(c) = p.changed_state.captures(line).filter(|c| {
                 c.get(0)
-                    .is_some_and(|m| !p.hedged.is_match(&line[..m.start()]))
+                    .is_some_and(|m| !p.hedged.is_match(&own_conditions(&line[..m.start()])))
             }) {
                 return value_headline(&c, false);
             }
@@ -803,6 +803,15 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     // "Loss is inf or nan" (TensorFlow's check_numerics message for a loss) says either.
     let either = p.or_nan.is_match(&line[tok.end()..]);
     value_headline(&hit, either)
+}
+
+/// `text` without the conditions the writer puts on their own run ("when I set
+/// `distance_influence` to none, the loss becomes NaN", "if I use it for clusters of different
+/// sizes, the losses become nan"): what they did, and a report of what followed, not a
+/// supposition.
+fn own_conditions(text: &str) -> std::borrow::Cow<'_, str> {
+    static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    super::prose::cached(&R, r"(?i)\b(?:when|whenever|if|once)\s+(?:i|we)\b").replace_all(text, " ")
 }
 
 /// The runs of `key=value` pairs on `line`, the way a trainer prints its metrics (k2/icefall's
@@ -919,6 +928,8 @@ mod tests {
             ("Thanks for the code. I keep getting Nan loss at around 40 epochs.", "non_finite_loss"),
             ("the train loss always shows nan.", "non_finite_loss"),
             ("However, I run your code several times and always meet \"loss is nan\".", "non_finite_loss"),
+            ("However, when I set \"distance_influence\" to \"none\", the loss becomes NaN in the back propagation of the first batch.", "non_finite_loss"),
+            ("However, if I use it for clusters with different number of atoms, the losses become nan.", "non_finite_loss"),
         ] {
             assert_eq!(cat(line), Some(want.to_owned()), "{line}");
         }
@@ -930,6 +941,8 @@ mod tests {
             // Advice and questions about meeting a NaN loss.
             "If you get nan loss, lower the learning rate.",
             "Why do I keep getting nan loss when I use fp16?",
+            "If you set the learning rate too high, the loss becomes nan.",
+            "why the loss becomes nan when I use fp16",
         ] {
             assert_eq!(cat(line), None, "{line}");
         }

@@ -942,6 +942,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // space failed' while copying …" (the catalog reads either).
             "cuBLAS error ",
             "CUBLAS error ",
+            // Oxford Nanopore's basecaller with the status's value after the location: "[guppy/
+            // error] main: CuBLAS error at …/nn_caller_cuda.cpp:1138: 1".
+            "CuBLAS error ",
             // Transformer Engine's `NVTE_CHECK_CUBLAS` ("cuBLAS Error: " and the status's
             // sentence) and CUDA Library Samples' "cuBLAS API failed with status 7".
             "cuBLAS Error: ",
@@ -1041,6 +1044,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // cudaMalloc 16000000000 bytes" (faiss/gpu/utils/MemorySpace.cpp, the one assertion
             // of its allocator).
             "failed in void faiss::gpu::allocMemorySpace",
+            // Thrust's temporary storage for an algorithm (cub's scratch space), allocated on the
+            // GPU: "MemoryError: std::bad_alloc: temporary_buffer::allocate:
+            // get_temporary_buffer failed" (thrust/detail/temporary_buffer.h), as RAPIDS shows it.
+            "temporary_buffer::allocate: get_temporary_buffer failed",
             "LoadError: Out of GPU memory",
             "OutOfGPUMemoryError",
             // ggml / llama.cpp: "alloc_tensor_range: failed to allocate CUDA0 buffer of size N",
@@ -1381,6 +1388,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "CUDA runtime error",
             "CUDA error ",
             "CUDA Error: ",
+            // A title-case head before the number ("CUDA Error 700: Illegal Memory Access").
+            "CUDA Error ",
             // The same head in lower case, as titles and wrappers write it ("Gym cuda error:
             // invalid resource handle"), and PaddlePaddle's "ExternalError: Cuda error(700), an
             // illegal memory access was encountered." (its enforce of a `cudaError_t`).

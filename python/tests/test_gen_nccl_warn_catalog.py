@@ -32,6 +32,14 @@ ncclResult_t ringCheck(int r, int current, int rank) {
     WARN("Message of %" PRIu64 " bytes is over the %lu limit", bytes, max);
     NCCLCHECKGOTO(ncclInvalidUsage, ret, fail);
   }
+  if (size > r->size) {
+    WARN("NET/Socket : peer %s message truncated : receiving %d bytes instead of %d", peer, size, r->size);
+    return ncclInvalidUsage;
+  }
+  if (!collNet) {
+    WARN("Cannot initialize CollNet, using %s instead", "p2p");
+    return ncclInternalError;
+  }
   WARN("NET/Plugin : No plugin found (%s), using internal implementation", name);
   return ncclSuccess;
 }
@@ -78,6 +86,11 @@ def test_sites_keep_failing_warns_with_their_family():
     assert got["Message of {} bytes is over the {} limit"] == "nccl_invalid_usage"
     # A literal that is one word is text, not a macro argument.
     assert got["Rank {} supports only float"] == "nccl_invalid_argument"
+    # "instead of" a number reports a mismatch, not a fallback.
+    assert (
+        got["NET/Socket : peer {} message truncated : receiving {} bytes instead of {}"]
+        == "nccl_invalid_usage"
+    )
 
 
 def test_a_failed_system_call_is_a_system_error_and_a_wrapper_call_is_not():
@@ -104,6 +117,7 @@ def test_where_nccl_goes_on_the_site_is_none():
     got = dict(load().sites(SOURCE, "src/graph/rings.cc"))
     # No failing result, a fallback in words.
     assert got["NET/Plugin : No plugin found ({}), using internal implementation"] == "none"
+    assert got["Cannot initialize CollNet, using {} instead"] == "none"
     # A result outside the WARN's block, or past a `break`, is not its result.
     assert got["Cannot allocate the host buffer of size {}"] == "none"
     assert got["Unknown request kind, ignoring {}"] == "none"

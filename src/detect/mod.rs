@@ -490,6 +490,7 @@ impl DetectorSet {
                 r.requires_any.is_empty() || r.requires_any.iter().any(|s| line.contains(s))
             })
             .filter(|r| r.name != "torch_allocation_limit" || allocation_limit_tail(line))
+            .filter(|r| r.name != "nccl_timeout_named" || timeout_named_as_event(line))
             // Of specific rows that rank the same, the one whose words come first on the line: a
             // title that quotes two errors names its own first. Generic rows keep the table's
             // order, which puts a wrapper ("watchdog thread terminated with exception: CUDA
@@ -698,6 +699,48 @@ fn nccl_result_in_words(line: &str) -> Option<Evidence> {
         .iter()
         .find(|r| r.name == *name)
         .map(rules::HeadlineRule::evidence)
+}
+
+/// Do a report's own words for a collective timeout ("NCCL timeout during validation",
+/// "32B PPO Training: WorkNCCL Timeout", "[RLLib] NCCL rank desync timeout with …") tell of one
+/// that happened, rather than name a setting or advise on it? The line is one sentence of a
+/// title's length (a changelog's or an article's paragraph runs on), the words are no setting's
+/// noun ("NCCL timeout of 30 minutes", "the NCCL timeout is set to …", "NCCL timeout value"), no
+/// plural or class of them ("fall back on NCCL timeouts", "NCCL watchdog timeout errors are
+/// often observed"), and no verb of changing, avoiding or explaining and no "like" of an example
+/// comes right before them ("increase the NCCL timeout", "Prevent NCCL timeout", "how to debug
+/// NCCL timeout", "Error messages like NCCL watchdog timeout").
+fn timeout_named_as_event(line: &str) -> bool {
+    static WORDS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static AFTER: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static BEFORE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static SENTENCES: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let text = line.trim();
+    if text.len() > 200
+        || prose::cached(&SENTENCES, r"[.!?;]\s+[A-Z]").is_match(text)
+        || prose::announces_a_fix(text)
+    {
+        return false;
+    }
+    let Some(m) = prose::cached(
+        &WORDS,
+        r"(?i)(?:ccl|watchdog|desync|collective)\s+time\s?out",
+    )
+    .find(text) else {
+        return false;
+    };
+    let after = &text[m.end()..];
+    let before = &text[..m.start()];
+    !prose::cached(
+        &AFTER,
+        r"(?i)^(?:s\b|\s*(?:=|:?\s*\d|of\s+\d|\(s\)|values?\b|settings?\b|parameters?\b|env\w*|variables?\b|flags?\b|defaults?\b|options?\b|configs?\b|configuration\b|errors\b|issues\b|problems\b|messages\b|(?:is|was|can be|should be)\s+(?:set|configured|controlled|changed|increased|\d)))",
+    )
+    .is_match(after)
+        && !prose::cached(
+            &BEFORE,
+            r"(?i)\b(?:increas\w*|rais\w*|set|setting|extend\w*|lengthen\w*|chang\w*|configur\w*|adjust\w*|prevent\w*|avoid\w*|fix|fixe[sd]|fixing|handl\w*|reduc\w*|detect\w*|debug\w*|troubleshoot\w*|add|adds|added|adding|bump\w*|support\w*|document\w*|customi[sz]\w*|tun(?:e|es|ed|ing)|disabl\w*|enabl\w*|diagnos\w*|understand\w*|explain\w*|about|custom|default|longer|shorter|larger|higher|lower|like|such as|e\.g\.|including)(?:\s+(?:an?|the|of|for|to|and|or|\w+))?\s*(?:\s+\S*)?\s*$",
+        )
+        .is_match(before)
 }
 
 /// Rows whose wording is only a CUDA error when the catalog can name the message after it:
@@ -1790,6 +1833,52 @@ mod tests {
             // The title-case head of a compound, as a heading writes it.
             "## CUDA Error Handling",
             "CUDA Error Checking in Kernels",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+    }
+
+    /// Round twenty-six: PyTorch's check that the ranks agree on a collective, the NCCL group's
+    /// check of its tensors, JAX's coordination service, a collective timeout in a report's own
+    /// words, a device allocator's failure, PyTorch's driver-call check and a report of an error
+    /// that keeps coming back.
+    #[test]
+    fn round_twenty_six_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running inconsistent collective: CollectiveFingerPrint(OpType=BROADCAST, TensorShape=[4], TensorDtypes=Float)", Kind::NcclError, "collective_mismatch"),
+            ("Exception: Capture cuda graph failed: Detected mismatch between collectives on ranks.", Kind::NcclError, "collective_mismatch"),
+            ("Multi-GPU training crashes with `RuntimeError: Tensors must be CUDA and dense`", Kind::NcclError, "nccl_tensor_not_cuda"),
+            ("ValueError: Tensors must be CUDA and dense", Kind::NcclError, "nccl_tensor_not_cuda"),
+            ("2024-04-12 23:39:41.656900: E external/xla/xla/pjrt/distributed/client.cc:96] Coordination service agent in error status: DEADLINE_EXCEEDED: Deadline Exceeded", Kind::NcclError, "coordination_service_timeout"),
+            ("E0000 00:00:1743713172.513857  698835 pjrt_stream_executor_client.cc:3072] Execution of replica 0 failed: DEADLINE_EXCEEDED: GetKeyValue() timed out with key: devices=[0,1]; stream=0", Kind::NcclError, "coordination_service_timeout"),
+            ("[RLLib] NCCL rank desync timeout with num_learners=4 and MultiRLModule containing 2 heterogeneous policies (multi-agent PPO)", Kind::NcclError, "nccl_watchdog_timeout"),
+            ("NCCL timeout during validation(/rollout) training qwen3 235B(rollout tp=16)", Kind::NcclError, "nccl_watchdog_timeout"),
+            ("nccl timeout on train_controlnet_flux.py when doing multigpu training", Kind::NcclError, "nccl_watchdog_timeout"),
+            ("32B 32k-glen PPO Training: WorkNCCL Timeout", Kind::NcclError, "nccl_watchdog_timeout"),
+            ("PxgCudaDeviceMemoryAllocator fail to allocate memory 2147483648 bytes!! Result = 2", Kind::Oom, "cuda_oom"),
+            ("RuntimeError: CUDA driver error: invalid argument - when setting voice arg", Kind::CudaError, "invalid_value"),
+            ("I try to use POCA in a customized environment with 10 agents. However, it keep showing `CUDA out of memory`. ", Kind::Oom, "cuda_oom"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // The check named in a sentence about it, and the words of a setting or advice.
+            "The ranks disagree, which the wrapper reports as Detected mismatch between collectives",
+            "Prevent NCCL timeout",
+            "Fixes NCCL timeout issues during async checkpoint saving for large models",
+            "You can increase the NCCL timeout with --ddp-timeout.",
+            "NCCL timeout of 30 minutes is the default",
+            "export NCCL_TIMEOUT=7200",
+            "- Implement automatic fallback from async to sync saving on NCCL timeouts",
+            "NCCL watchdog timeout errors are often observed in large-scale training jobs.",
+            "  \u{2022} Error messages like NCCL watchdog timeout or NCCL operation timed out",
+            "GB200 job 89828563718 hung on a transient NCCL collective timeout. Validation also showed live cancellation must not intercept tests.",
+            // A host allocation that names no device.
+            "malloc: failed to allocate memory 4096 bytes",
+            // A coordination service that connected.
+            "I external/xla/xla/pjrt/distributed/client.cc:132] Connected to distributed JAX controller",
         ] {
             assert_eq!(headline(&d, line), None, "{line}");
         }

@@ -27,6 +27,8 @@ struct Patterns {
     /// caused by …"), not a printed metric.
     prose_after: Regex,
     scale: Regex,
+    /// A value before its key inside a program's message, with no verb (`ValueError: nan loss`).
+    message_adjectival: Regex,
     /// Caffe's `debug_info` lines (src/caffe/net.cpp `ForwardDebugInfo`, `BackwardDebugInfo`,
     /// `UpdateDebugInfo`): `[Backward] Layer conv3_1, bottom blob conv3_1 diff: nan`,
     /// `[Forward] Layer fc8, top blob fc8 data: inf`, `[Update] Layer fc8, param 0 data: nan;
@@ -91,6 +93,11 @@ struct Patterns {
 /// loss=nan after training a while), and a Han character is a word character to Unicode's `\b`.
 /// Shared by the three value forms.
 const KEY: &str = r"(?P<key>(?-u:\b)[a-z_]*loss[a-z_0-9]*|(?-u:\b)[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|(?-u:\b)total_norm|(?-u:\b)gnorm\b|(?-u:\b)(?:[a-z]+_)?(?:cross_?entropy|smooth_?l1|nll|bce|kl_?div|mse|rmse|mae|huber|focal)\b|(?-u:\b)(?:[a-z]+_)?cost\b)";
+/// What a key may carry after its loss or norm word: a statistic after a slash, as tabular
+/// loggers print their per-iteration summaries (rllab/rlpyt's `actor_loss/Median      nan`,
+/// TensorBoard-style `loss/total`), or up to two capitalised words of a title-case key
+/// (HiFi-GAN's `Gen Loss Total :  nan`).
+const KEY_TAIL: &str = r"(?:/[A-Za-z0-9_]{1,24})?(?-i:(?:[ ][A-Z][a-z]{1,11}){0,2})";
 /// The non-finite token and what may follow a value (so `nan_count`, `info` or `inf.5` never
 /// count; a zero fraction as a template with `{:.1f}`-style text prints it, `loss=nan.0`; a full
 /// stop or a colon only before a space or the end, as a progress bar's description ends in one,
@@ -120,14 +127,14 @@ fn patterns() -> &'static Patterns {
         // TensorFlow 1.x's `loss = [nan]`). A script may print the expression it read the value
         // with (`print("train loss.item():", loss.item())`).
         keyed: Regex::new(&format!(
-            r#"(?i){KEY}(?:\.item\(\))?['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:(?:总|總|一直|都|还|還|又|全|就|也|仍然?|依然|始终|始終|直接)?(?:为|為|是)|\(?[:=]|变成|變成|变为|變為|[가이는은도がはも])[ \t]{{0,16}}(?:['"(]|\[\s{{0,2}})?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
+            r#"(?i){KEY}{KEY_TAIL}(?:\.item\(\))?['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:(?:总|總|一直|都|还|還|又|全|就|也|仍然?|依然|始终|始終|直接)?(?:为|為|是)|\(?[:=]|变成|變成|变为|變為|[가이는은도がはも])[ \t]{{0,16}}(?:['"(]|\[\s{{0,2}})?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
         ))
         .expect("static regex"),
         // Fixed-width formatters pad the value into a column (`loss        nan`); metric
         // loggers without a colon print "current (average)" the same way as with one
         // (Swin-Transformer's `grad_norm 1.0323 (nan)`).
         bare: Regex::new(&format!(
-            r"(?i){KEY}\]?[ \t]{{1,16}}(?:[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?(?-i:{TOKEN})"
+            r"(?i){KEY}{KEY_TAIL}\]?[ \t]{{1,16}}(?:[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?(?-i:{TOKEN})"
         ))
         .expect("static regex"),
         // The key may name whose value it is ("grad_norm of qwen2 is 'nan'"), and the value may
@@ -179,6 +186,13 @@ fn patterns() -> &'static Patterns {
         .expect("static regex"),
         adjectival: Regex::new(
             r"(?i:\b(?:received|receiving|get|gets|got|getting|encountered|encountering|detected|found|hit|observed|saw|see|seeing|meet|meeting|met|having|facing))\s+(?:(?i:an?)\s+)?[\x22'`\x{201c}]?\b(?P<tok>nan|NaN|Nan|NAN|inf|Inf|INF)\s+(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))\b",
+        )
+        .expect("static regex"),
+        // A message that names the value before its key, without a verb: "ValueError:  [x] nan
+        // loss" (DDSP-SVC's trainer), "RuntimeError: NaN loss at step 120". The key ends the
+        // phrase: in "NaN loss detection is enabled" it qualifies a noun, a feature's name.
+        message_adjectival: Regex::new(
+            r#"\b(?P<tok>nan|NaN|Nan|NAN|inf|Inf|INF)\s+(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))(?:\s*$|\s*[.,;:!)\]'"`]|\s+(?:at|in|on|after|during|encountered|detected|found|occurred|occured|appeared|value)\b)"#,
         )
         .expect("static regex"),
         unexpected: Regex::new(
@@ -401,11 +415,18 @@ const NAN_TENSOR_HINT: &str = "A tensor printed in the log is NaN throughout (a 
 
 /// Is the line the first row of a tensor that PyTorch prints NaN in every place of ("at FA3 dq
 /// is : tensor([nan, nan, nan, …"; its repr fills about 80 columns a row)? Twelve or more, so
-/// that a documentation example of a small NaN tensor (`tensor([nan, nan, nan])`) is no event.
+/// that a documentation example of a small NaN tensor (`tensor([nan, nan, nan])`) is no event;
+/// or the summary PyTorch prints of a tensor of more than a thousand elements, three at each end
+/// of a row around `...` (`torch.set_printoptions`' `threshold` and `edgeitems`), all NaN:
+/// "std = tensor([[nan, nan, nan,  ..., nan, nan, nan],".
 fn nan_tensor(line: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     line.contains("tensor([")
-        && super::prose::cached(&R, r"\btensor\(\[+\s*(?:nan,\s*){11,}nan\b").is_match(line)
+        && super::prose::cached(
+            &R,
+            r"\btensor\(\[+\s*(?:(?:nan,\s*){11,}nan\b|(?:nan,\s*){3}\.\.\.,\s*(?:nan,\s*){2}nan\b)",
+        )
+        .is_match(line)
 }
 
 const SIMULATION_HINT: &str = "The physics simulation's state became NaN, infinite or huge: \
@@ -465,6 +486,14 @@ const SCALER_CHECKS: &[(&str, &str, &str)] = &[
     // traceback can separate from the rest of the sentence.
     (
         "FloatingPointError: Minimum loss",
+        "loss_scale_collapse",
+        SCALE_HINT,
+    ),
+    // k2/icefall's recipes stop once torch.amp's grad scaler has halved its scale below 1e-5:
+    // "RuntimeError: grad_scale is too small, exiting: 1.29e-26" (egs/*/train.py,
+    // `train_one_epoch`).
+    (
+        "rror: grad_scale is too small",
         "loss_scale_collapse",
         SCALE_HINT,
     ),
@@ -769,10 +798,13 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             // trainer): the value before its key, in a message only.
             if let Some(c) = message.as_ref().and_then(|r| {
                 let text = &line[r.clone()];
-                p.adjectival.captures(text).filter(|c| {
-                    !p.message_prose
-                        .is_match(&text[..c.get(0).map_or(0, |m| m.start())])
-                })
+                p.adjectival
+                    .captures(text)
+                    .or_else(|| p.message_adjectival.captures(text))
+                    .filter(|c| {
+                        !p.message_prose
+                            .is_match(&text[..c.get(0).map_or(0, |m| m.start())])
+                    })
             }) {
                 return value_headline(&c, false);
             }
@@ -916,6 +948,30 @@ mod tests {
             cat("DeepSpeed提示Loss scale already at minimum然后就自己中断训练了").as_deref(),
             Some("loss_scale_collapse")
         );
+    }
+
+    #[test]
+    fn round_twenty_six_statistics_title_case_keys_messages_and_scalers() {
+        for (line, want) in [
+            ("2020-12-08 21:40:40.870695  | actor_loss/Median               nan", "non_finite_loss"),
+            ("Steps : 40, Gen Loss Total :  nan, Mel-Spec. Error : 2.021, s/b : 0.443", "non_finite_loss"),
+            ("ValueError:  [x] nan loss", "non_finite_loss"),
+            ("RuntimeError: grad_scale is too small, exiting: 1.2924697071141057e-26", "loss_scale_collapse"),
+            ("type = <class 'torch.Tensor'>, std = tensor([[nan, nan, nan,  ..., nan, nan, nan],", "non_finite_value"),
+        ] {
+            assert_eq!(cat(line), Some(want.to_owned()), "{line}");
+        }
+        for line in [
+            // Finite statistics, a sentence's capitalised words, a message that supposes.
+            "2020-12-08 21:40:40.870695  | actor_loss/Median               0.125",
+            "Steps : 40, Gen Loss Total :  12.5, Mel-Spec. Error : 2.021",
+            "ValueError: if nan loss is seen, lower the learning rate",
+            // A summary with finite ends, and a small documentation tensor.
+            "std = tensor([[nan, nan, 1.0,  ..., nan, nan, nan],",
+            "tensor([nan, nan, nan])",
+        ] {
+            assert_eq!(cat(line), None, "{line}");
+        }
     }
 
     #[test]

@@ -1192,6 +1192,22 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // A device memory allocator's own failure, named with its size: PhysX's GPU allocator
+        // under Isaac Gym and Omniverse ("PxgCudaDeviceMemoryAllocator fail to allocate memory
+        // 2147483648 bytes!! Result = 2", where 2 is `cudaErrorMemoryAllocation`), and other
+        // allocators' "failed to allocate memory … bytes" on a device. The words alone are any
+        // allocator's, so the line must name CUDA, a GPU or device memory.
+        name: "device_allocator_failed",
+        literals: &["fail to allocate memory", "failed to allocate memory"],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: OOM_HINT,
+        priority: MID,
+        requires_any: &["Cuda", "CUDA", "GPU", "DeviceMemory", "device memory"],
+        refines: &[],
+    },
+    HeadlineRule {
         // The CUDA runtime's own text for `cudaErrorMemoryAllocation` ("out of memory", from
         // `cudaGetErrorString`) as the common checking idioms print it after the failing call:
         // "<api> failed: %s" (cudaMalloc and friends, e.g. llama.cpp's ggml backend), glog's
@@ -1386,6 +1402,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // CUDA runtime error: invalid argument /…/cuda_utils.h:NN" (`check_cuda_error`); the
             // runtime's message after the call names the family.
             "CUDA runtime error",
+            // PyTorch's check of a driver API call (`C10_CUDA_DRIVER_CHECK`, ATen/cuda/
+            // Exceptions.h): "CUDA driver error: invalid argument", `cuGetErrorString`'s text.
+            "CUDA driver error: ",
             "CUDA error ",
             "CUDA Error: ",
             // A title-case head before the number ("CUDA Error 700: Illegal Memory Access").
@@ -1981,6 +2000,98 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                init_method URL.",
         priority: HIGH,
         requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // ProcessGroupWrapper's check that every rank runs the same collective, on when
+        // TORCH_DISTRIBUTED_DEBUG=DETAIL: "RuntimeError: Detected mismatch between collectives on
+        // ranks. Rank 0 is running collective: CollectiveFingerPrint(OpType=BROADCAST, …), but
+        // Rank 1 is running collective: …" (torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp,
+        // `CollectiveFingerPrint::verify`). Wrappers put their own words before it ("Exception:
+        // Capture cuda graph failed: Detected mismatch …"); the sentence also refines the row
+        // wherever another head brought the line here.
+        name: "collective_mismatch",
+        literals: &[
+            "rror: Detected mismatch between collectives",
+            "failed: Detected mismatch between collectives",
+        ],
+        kind: Kind::NcclError,
+        category: "collective_mismatch",
+        blame: Blame::Application,
+        hint: "The ranks called different collectives (or the same one with other shapes or \
+               dtypes) at the same step: a code path that depends on the rank or the data (a \
+               skipped batch, an early stop, an all_reduce inside an if) runs on some ranks only. \
+               The two fingerprints in the message name the diverging calls.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &["Detected mismatch between collectives"],
+    },
+    HeadlineRule {
+        // ProcessGroupNCCL's check of every tensor a collective or a send/recv is given:
+        // "Tensors must be CUDA and dense" (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp,
+        // `check_gpu_single_tensor`, a ValueError since 2.1 and a RuntimeError before; Paddle's
+        // NCCL group says "Tensors must be CUDA and dense tensor."). A CPU or sparse tensor
+        // reached an NCCL collective: a metric or a counter built on the CPU, most often.
+        name: "nccl_tensor_not_cuda",
+        literals: &["Tensors must be CUDA and dense"],
+        kind: Kind::NcclError,
+        category: "nccl_tensor_not_cuda",
+        blame: Blame::Application,
+        hint: "A tensor on the CPU (or a sparse one) was passed to a collective of the NCCL \
+               backend, which only moves dense GPU tensors: move it to the rank's device first \
+               (often a metric or a counter created without device=), or use a gloo group for \
+               CPU tensors.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
+        // JAX's and XLA's multi-host runtime rendezvous through a coordination service
+        // (tsl/distributed_runtime/coordination, xla/pjrt/distributed/client.cc): a task that
+        // cannot register or heartbeat in time reports "Coordination service agent in error
+        // status: DEADLINE_EXCEEDED: Deadline Exceeded", and a key that another process should
+        // publish (the NCCL clique id among them) ends in "DEADLINE_EXCEEDED: GetKeyValue() timed
+        // out with key: …". Both are the torch store timeouts' counterpart: another host is
+        // missing, late or unreachable.
+        name: "coordination_service_timeout",
+        literals: &[
+            "Coordination service agent in error status",
+            "GetKeyValue() timed out",
+        ],
+        kind: Kind::NcclError,
+        category: "coordination_service_timeout",
+        blame: Blame::Unknown,
+        hint: "A JAX/XLA process waited on the distributed coordination service (its \
+               registration, a barrier or a key another host publishes) and timed out: another \
+               host died, started late or cannot reach the coordinator's address and port. Check \
+               every host's log from its start and the coordinator address the job was given.",
+        priority: MID + 2,
+        requires_any: &["DEADLINE_EXCEEDED", "timed out", "Deadline Exceeded"],
+        refines: &[],
+    },
+    HeadlineRule {
+        // A collective timeout named in a report's own words rather than PyTorch's, as issue
+        // titles and chat posts name it: "NCCL timeout during validation", "WorkNCCL Timeout",
+        // "NCCL watchdog timeout when …", "NCCL rank desync timeout with …". The words are also a
+        // setting's and an advice's ("increase the NCCL timeout", "NCCL timeout of 30 minutes"),
+        // so `mod.rs` keeps the row only where the words name something that happened
+        // (`timeout_named_as_event`).
+        name: "nccl_timeout_named",
+        literals: &[
+            "CCL timeout",
+            "CCL Timeout",
+            "ccl timeout",
+            "watchdog timeout",
+            "desync timeout",
+            "collective timeout",
+            "Watchdog timeout",
+        ],
+        kind: Kind::NcclError,
+        category: "nccl_watchdog_timeout",
+        blame: Blame::Unknown,
+        hint: WATCHDOG_HINT,
+        priority: GENERIC,
+        requires_any: &["NCCL", "nccl", "Nccl"],
         refines: &[],
     },
     HeadlineRule {
@@ -2678,6 +2789,9 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     "oss scale already at minimum",
     "Minimum loss scale reached",
     "FloatingPointError: Minimum loss",
+    // k2/icefall's trainers stop when the AMP grad scaler's scale falls below 1e-5 (numeric.rs's
+    // `SCALER_CHECKS`).
+    "rror: grad_scale is too small",
     // fairseq's trainer and NaN detector, torch.normal's check of its standard deviation,
     // torch.distributions' parameter check, and physics engines whose state went non-finite
     // (numeric.rs's `RUNTIME_CHECKS`).

@@ -1,5 +1,5 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh34/` (round twenty-six), all spent and kept for regressions.
+//! through `tests/fresh35/` (round twenty-six), all spent and kept for regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -669,4 +669,9 @@ fn fresh33_set_scores() {
 #[test]
 fn fresh34_set_scores() {
     score("fresh34");
+}
+
+#[test]
+fn fresh35_set_scores() {
+    score("fresh35");
 }

@@ -511,6 +511,9 @@ impl DetectorSet {
                 if REFINED_ONLY.contains(&r.name) {
                     return None;
                 }
+                if r.name == "cuda_error_generic" && error_as_subject(line) {
+                    return None;
+                }
             }
             if r.kind == Kind::NcclError && r.category == "unknown" {
                 if let Some(e) = nccl_result_in_words(line) {
@@ -741,6 +744,22 @@ fn timeout_named_as_event(line: &str) -> bool {
             r"(?i)\b(?:increas\w*|rais\w*|set|setting|extend\w*|lengthen\w*|chang\w*|configur\w*|adjust\w*|prevent\w*|avoid\w*|fix|fixe[sd]|fixing|handl\w*|reduc\w*|detect\w*|debug\w*|troubleshoot\w*|add|adds|added|adding|bump\w*|support\w*|document\w*|customi[sz]\w*|tun(?:e|es|ed|ing)|disabl\w*|enabl\w*|diagnos\w*|understand\w*|explain\w*|about|custom|default|longer|shorter|larger|higher|lower|like|such as|e\.g\.|including)(?:\s+(?:an?|the|of|for|to|and|or|\w+))?\s*(?:\s+\S*)?\s*$",
         )
         .is_match(before)
+}
+
+/// Is "CUDA error" on `line` the subject of a sentence about an error, not the head of one
+/// ("Buffer allocation should be a recoverable error, but the CUDA error was not cleared, which
+/// may cause the next operation to fail.", "this CUDA error is sticky")? A determiner before it
+/// and a verb after it make it a noun phrase; a printed error has its message after the words.
+/// A report cue on the line keeps it a report.
+fn error_as_subject(line: &str) -> bool {
+    static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    !line.contains("CUDA error:")
+        && prose::cached(
+            &R,
+            r"(?i)\b(?:the|this|that|any|no|each|every|such)\s+CUDA error\s+(?:is|was|were|are|has|had|should|would|could|will|may|might|can|must|remains|persists|becomes|did|does)\b",
+        )
+        .is_match(line)
+        && !prose::has_report_cue(line)
 }
 
 /// Rows whose wording is only a CUDA error when the catalog can name the message after it:
@@ -1859,6 +1878,10 @@ mod tests {
             ("PxgCudaDeviceMemoryAllocator fail to allocate memory 2147483648 bytes!! Result = 2", Kind::Oom, "cuda_oom"),
             ("RuntimeError: CUDA driver error: invalid argument - when setting voice arg", Kind::CudaError, "invalid_value"),
             ("I try to use POCA in a customized environment with 10 agents. However, it keep showing `CUDA out of memory`. ", Kind::Oom, "cuda_oom"),
+            // The second set: TVM's allocator, text-generation-inference's warm-up.
+            ("[Bug] TVMError: Check failed: (result) is false: Failed to allocate 99121664 bytes with alignment 16 bytes", Kind::Oom, "cuda_oom"),
+            ("RuntimeError: Not enough memory to handle 4096 prefill tokens. You need to decrease `--max-batch-prefill-tokens`", Kind::Oom, "cuda_oom"),
+            ("this CUDA error is happening on my machine every night", Kind::CudaError, "unknown"),
         ] {
             assert!(d.gate_matches(line.as_bytes()), "{line}");
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
@@ -1877,6 +1900,9 @@ mod tests {
             "GB200 job 89828563718 hung on a transient NCCL collective timeout. Validation also showed live cancellation must not intercept tests.",
             // A host allocation that names no device.
             "malloc: failed to allocate memory 4096 bytes",
+            "pool: Failed to allocate 4096 bytes",
+            // "CUDA error" as the subject of a sentence about an error.
+            "Buffer allocation should be a recoverable error, but the CUDA error was not cleared, which may cause the next operation to fail.",
             // A coordination service that connected.
             "I external/xla/xla/pjrt/distributed/client.cc:132] Connected to distributed JAX controller",
         ] {

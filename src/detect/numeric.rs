@@ -29,6 +29,8 @@ struct Patterns {
     scale: Regex,
     /// A value before its key inside a program's message, with no verb (`ValueError: nan loss`).
     message_adjectival: Regex,
+    /// A line that opens with a value and its key found by a check (`NaN gradient detected in …`).
+    detected: Regex,
     /// Caffe's `debug_info` lines (src/caffe/net.cpp `ForwardDebugInfo`, `BackwardDebugInfo`,
     /// `UpdateDebugInfo`): `[Backward] Layer conv3_1, bottom blob conv3_1 diff: nan`,
     /// `[Forward] Layer fc8, top blob fc8 data: inf`, `[Update] Layer fc8, param 0 data: nan;
@@ -132,9 +134,10 @@ fn patterns() -> &'static Patterns {
         .expect("static regex"),
         // Fixed-width formatters pad the value into a column (`loss        nan`); metric
         // loggers without a colon print "current (average)" the same way as with one
-        // (Swin-Transformer's `grad_norm 1.0323 (nan)`).
+        // (Swin-Transformer's `grad_norm 1.0323 (nan)`), and a script prints a tensor after its
+        // name (`print("loss", loss)`: `loss tensor(nan, device='cuda:0', …)`).
         bare: Regex::new(&format!(
-            r"(?i){KEY}{KEY_TAIL}\]?[ \t]{{1,16}}(?:[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?(?-i:{TOKEN})"
+            r"(?i){KEY}{KEY_TAIL}\]?[ \t]{{1,16}}(?:[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}}|tensor\(\[?\s{{0,2}})?(?-i:{TOKEN})"
         ))
         .expect("static regex"),
         // The key may name whose value it is ("grad_norm of qwen2 is 'nan'"), and the value may
@@ -186,6 +189,14 @@ fn patterns() -> &'static Patterns {
         .expect("static regex"),
         adjectival: Regex::new(
             r"(?i:\b(?:received|receiving|get|gets|got|getting|encountered|encountering|detected|found|hit|observed|saw|see|seeing|meet|meeting|met|having|facing))\s+(?:(?i:an?)\s+)?[\x22'`\x{201c}]?\b(?P<tok>nan|NaN|Nan|NAN|inf|Inf|INF)\s+(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))\b",
+        )
+        .expect("static regex"),
+        // A check's own line that opens with the value and its key and says it found them:
+        // "NaN gradient detected in Linear4bit's input gradient" (a backward hook's print), "NaN
+        // loss detected, skipping batch". Only at the start of the line, after list marks, a
+        // clock or a bracketed tag: a sentence puts words before it.
+        detected: Regex::new(
+            r"^[\s>*\-\x{2022}\d:.,/T|]*(?:\[[^\]]{0,40}\]\s*)*(?P<tok>NaN|nan|NAN|Inf|inf|INF)\s+(?P<key>(?i:loss|gradients?|grads?|grad(?:ient)?[_ ]?norm))\s+(?:values?\s+)?(?:detected|found|encountered)\b",
         )
         .expect("static regex"),
         // A message that names the value before its key, without a verb: "ValueError:  [x] nan
@@ -808,6 +819,9 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             }) {
                 return value_headline(&c, false);
             }
+            if let Some(c) = p.detected.captures(line) {
+                return value_headline(&c, false);
+            }
             // "I keep getting Nan loss at around 40 epochs": the value before its key in the
             // writer's report, with nothing hypothetical before it.
             if let Some(c) = p.adjectival.captures(line).filter(|c| {
@@ -917,11 +931,12 @@ fn loss_headline(tok: &str, either: bool) -> Evidence {
     }
 }
 
-/// Is the key a loss ([`KEY`]): it says so, or names a loss function rather than a norm?
+/// Is the key a loss ([`KEY`]): it says so, or names a loss function rather than a norm or the
+/// gradients?
 fn is_loss(c: &regex::Captures) -> bool {
     c.name("key").is_some_and(|k| {
         let k = k.as_str().to_ascii_lowercase();
-        k.contains("loss") || !(k.contains("norm") || k.starts_with("gradient"))
+        k.contains("loss") || !(k.contains("norm") || k.starts_with("grad"))
     })
 }
 
@@ -958,6 +973,9 @@ mod tests {
             ("ValueError:  [x] nan loss", "non_finite_loss"),
             ("RuntimeError: grad_scale is too small, exiting: 1.2924697071141057e-26", "loss_scale_collapse"),
             ("type = <class 'torch.Tensor'>, std = tensor([[nan, nan, nan,  ..., nan, nan, nan],", "non_finite_value"),
+            ("loss tensor(nan, device='cuda:0', dtype=torch.float16, grad_fn=<MeanBackward0>)", "non_finite_loss"),
+            ("[rank0] NaN gradient detected in Linear4bit's input gradient", "nan_grad_norm"),
+            ("- NaN loss detected, skipping batch", "non_finite_loss"),
         ] {
             assert_eq!(cat(line), Some(want.to_owned()), "{line}");
         }
@@ -966,6 +984,8 @@ mod tests {
             "2020-12-08 21:40:40.870695  | actor_loss/Median               0.125",
             "Steps : 40, Gen Loss Total :  12.5, Mel-Spec. Error : 2.021",
             "ValueError: if nan loss is seen, lower the learning rate",
+            "loss tensor(0.4012, device='cuda:0')",
+            "We print when a NaN gradient detected by the hook is found.",
             // A summary with finite ends, and a small documentation tensor.
             "std = tensor([[nan, nan, 1.0,  ..., nan, nan, nan],",
             "tensor([nan, nan, nan])",

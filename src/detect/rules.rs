@@ -1192,6 +1192,39 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
     },
     HeadlineRule {
+        // TVM's runtime allocators (MLC-LLM, TVM Unity on CUDA): "TVMError: Check failed:
+        // (result) is false: Failed to allocate 99121664 bytes with alignment 16 bytes"
+        // (src/runtime/memory/pooled_allocator.h and the device API's `AllocDataSpace`). The
+        // words "Failed to allocate" alone are any allocator's, so the alignment clause must
+        // follow.
+        name: "tvm_alloc_failed",
+        literals: &["Failed to allocate"],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: OOM_HINT,
+        priority: MID,
+        requires_any: &[" bytes with alignment "],
+        refines: &[],
+    },
+    HeadlineRule {
+        // Hugging Face text-generation-inference's warm-up, which runs the largest prefill
+        // batch before serving: "RuntimeError: Not enough memory to handle 4096 prefill tokens.
+        // You need to decrease `--max-batch-prefill-tokens`" (server/text_generation_server/
+        // models/flash_causal_lm.py, `warmup`), raised from the CUDA OOM it caught.
+        name: "tgi_warmup_oom",
+        literals: &["rror: Not enough memory to handle"],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: "text-generation-inference could not fit its largest prefill batch in GPU memory \
+               during warm-up: lower --max-batch-prefill-tokens (and --max-total-tokens), \
+               quantise the model or shard it over more GPUs.",
+        priority: MID,
+        requires_any: &[],
+        refines: &[],
+    },
+    HeadlineRule {
         // A device memory allocator's own failure, named with its size: PhysX's GPU allocator
         // under Isaac Gym and Omniverse ("PxgCudaDeviceMemoryAllocator fail to allocate memory
         // 2147483648 bytes!! Result = 2", where 2 is `cudaErrorMemoryAllocation`), and other

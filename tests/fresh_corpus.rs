@@ -1,5 +1,5 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh35/` (round twenty-six), all spent and kept for regressions.
+//! through `tests/fresh36/` (round twenty-six, which collected three), all spent and kept for regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -674,4 +674,9 @@ fn fresh34_set_scores() {
 #[test]
 fn fresh35_set_scores() {
     score("fresh35");
+}
+
+#[test]
+fn fresh36_set_scores() {
+    score("fresh36");
 }

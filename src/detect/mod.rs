@@ -1882,6 +1882,8 @@ mod tests {
             ("[Bug] TVMError: Check failed: (result) is false: Failed to allocate 99121664 bytes with alignment 16 bytes", Kind::Oom, "cuda_oom"),
             ("RuntimeError: Not enough memory to handle 4096 prefill tokens. You need to decrease `--max-batch-prefill-tokens`", Kind::Oom, "cuda_oom"),
             ("this CUDA error is happening on my machine every night", Kind::CudaError, "unknown"),
+            ("my training log contains `CUDA out of memory` after the first epoch", Kind::Oom, "cuda_oom"),
+            ("Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.", Kind::CudaError, "illegal_memory_access"),
         ] {
             assert!(d.gate_matches(line.as_bytes()), "{line}");
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
@@ -1903,6 +1905,11 @@ mod tests {
             "pool: Failed to allocate 4096 bytes",
             // "CUDA error" as the subject of a sentence about an error.
             "Buffer allocation should be a recoverable error, but the CUDA error was not cleared, which may cause the next operation to fail.",
+            // The third set: a text that a check looks for, one that must never exist, and a
+            // supposition without a subject.
+            "2. **`CUDA_LOG`** \u{2014} job ends in `FAILED`, and `slurm-<jid>.out` contains `torch.OutOfMemoryError` or `CUDA out of memory`.",
+            "There should never be a CUDA_ERROR_LAUNCH_FAILED error.",
+            "When encountering RuntimeError: CUDA out of memory, especially when the error message suggests fragmentation, the issue often stems from the caching allocator.",
             // A coordination service that connected.
             "I external/xla/xla/pjrt/distributed/client.cc:132] Connected to distributed JAX controller",
         ] {

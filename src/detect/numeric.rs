@@ -93,8 +93,10 @@ struct Patterns {
 /// `[8] eval-mae:inf train-mae:inf`, tab-separated; `rmse`; the names of XGBoost's `eval_metric`).
 /// A key starts where an ASCII word does: Chinese runs its words together ("训练一段时间后loss=nan",
 /// loss=nan after training a while), and a Han character is a word character to Unicode's `\b`.
+/// The gradients may be printed under their own short name (`loss =13.6234, grad = nan`), which
+/// is the gradient norm's family.
 /// Shared by the three value forms.
-const KEY: &str = r"(?P<key>(?-u:\b)[a-z_]*loss[a-z_0-9]*|(?-u:\b)[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|(?-u:\b)total_norm|(?-u:\b)gnorm\b|(?-u:\b)(?:[a-z]+_)?(?:cross_?entropy|smooth_?l1|nll|bce|kl_?div|mse|rmse|mae|huber|focal)\b|(?-u:\b)(?:[a-z]+_)?cost\b)";
+const KEY: &str = r"(?P<key>(?-u:\b)[a-z_]*loss[a-z_0-9]*|(?-u:\b)[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|(?-u:\b)total_norm|(?-u:\b)gnorm\b|(?-u:\b)grad(?:ient)?s?\b|(?-u:\b)(?:[a-z]+_)?(?:cross_?entropy|smooth_?l1|nll|bce|kl_?div|mse|rmse|mae|huber|focal)\b|(?-u:\b)(?:[a-z]+_)?cost\b)";
 /// What a key may carry after its loss or norm word: a statistic after a slash, as tabular
 /// loggers print their per-iteration summaries (rllab/rlpyt's `actor_loss/Median      nan`,
 /// TensorBoard-style `loss/total`), or up to two capitalised words of a title-case key
@@ -976,6 +978,7 @@ mod tests {
             ("loss tensor(nan, device='cuda:0', dtype=torch.float16, grad_fn=<MeanBackward0>)", "non_finite_loss"),
             ("[rank0] NaN gradient detected in Linear4bit's input gradient", "nan_grad_norm"),
             ("- NaN loss detected, skipping batch", "non_finite_loss"),
+            ("[Bug] Finetune for InternVL2-8B loss =13.6234, grad = nan", "nan_grad_norm"),
         ] {
             assert_eq!(cat(line), Some(want.to_owned()), "{line}");
         }
@@ -986,6 +989,7 @@ mod tests {
             "ValueError: if nan loss is seen, lower the learning rate",
             "loss tensor(0.4012, device='cuda:0')",
             "We print when a NaN gradient detected by the hook is found.",
+            "loss =13.6234, grad = 0.51",
             // A summary with finite ends, and a small documentation tensor.
             "std = tensor([[nan, nan, 1.0,  ..., nan, nan, nan],",
             "tensor([nan, nan, nan])",

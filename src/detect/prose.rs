@@ -213,6 +213,7 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
         || named_as_avoided(line, hits)
         || quantified_class(line, hits)
         || met_if_you(line, hits)
+        || named_as_a_pattern(line, hits)
         || supposed_in_chinese(line, hits)
     {
         return true;
@@ -453,16 +454,35 @@ fn named_as_avoided(line: &str, hits: &[Range<usize>]) -> bool {
         && !report_cue().is_match(line)
 }
 
+/// Is every one of `hits` a text that something looks for or that must not exist, rather than an
+/// error met: the object of a verb of matching ("the job's log contains `torch.OutOfMemoryError`
+/// or `CUDA out of memory`", "greps for `NCCL WARN`"; not "search for", which PyTorch's own hint
+/// after an error says: "Search for `cudaErrorIllegalAddress' in …"), or of a negated existence ("There should
+/// never be a CUDA_ERROR_LAUNCH_FAILED error.", an issue template's expected behaviour)? A report
+/// cue keeps it a report ("my log contains …").
+fn named_as_a_pattern(line: &str, hits: &[Range<usize>]) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let sought = cached(
+        &R,
+        r"(?i)(?:\b(?:contains?|containing|match(?:es|ing)?|grep(?:s|ping)?(?:\s+for)?|looks?\s+for|looking\s+for|scan(?:s|ning)?\s+for)\s+(?:(?:the|a|an)\s+)?[`'\x22\x{201c}*]*(?:[\w]+[.:]{1,2})*|\b(?:should|must|would|will|can|could|shall)\s+(?:never|not)\s+(?:be|see|get|happen|occur|throw|raise|hit)\b[^.!?;]{0,40}|\bthere\s+(?:is|are|was|were)\s+no\b[^.!?;]{0,40})$",
+    );
+    let Some(first) = hits.iter().map(|h| h.start).min() else {
+        return false;
+    };
+    line.get(..first).is_some_and(|b| sought.is_match(b)) && !has_report_cue(line)
+}
+
 /// Is every one of `hits` what a conditional addressed to the reader supposes they meet, in the
 /// same sentence: "If you happen to run into this error — cuda runtime error (59): device-side
 /// assert triggered — you know how frustrating it can be", "When you see CUDA out of memory,
-/// lower the batch size"? A supposition, not a run; the writer in the first person before the
+/// lower the batch size", or, with no subject, "When encountering RuntimeError: CUDA out of
+/// memory, especially when …"? A supposition, not a run; the writer in the first person before the
 /// error ("if you run my script you get …", a reproduction) keeps it a report.
 fn met_if_you(line: &str, hits: &[Range<usize>]) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let supposed = cached(
         &R,
-        r"(?i)\b(?:if|when|whenever|once|in case)\s+you\s+(?:ever\s+)?(?:happen\s+to\s+|are\s+|still\s+)?(?:run(?:ning)?\s+into|encounter\w*|get(?:ting)?|see(?:ing)?|hit(?:ting)?|come\s+across|fac(?:e|ing)|receive|meet|experienc\w*)\b[^.!?;]{0,80}$",
+        r"(?i)\b(?:(?:if|when|whenever|once|in case)\s+you\s+(?:ever\s+)?(?:happen\s+to\s+|are\s+|still\s+)?(?:run(?:ning)?\s+into|encounter\w*|get(?:ting)?|see(?:ing)?|hit(?:ting)?|come\s+across|fac(?:e|ing)|receive|meet|experienc\w*)|(?:if|when|whenever|upon|on|while)\s+(?:encountering|facing|getting|seeing|hitting|running\s+into|receiving|experiencing))\b[^.!?;]{0,80}$",
     );
     let me = english_first_person();
     // The end-anchored pattern is searched backwards from each hit; the first person, once, up

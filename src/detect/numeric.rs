@@ -97,6 +97,11 @@ struct Patterns {
 /// is the gradient norm's family.
 /// Shared by the three value forms.
 const KEY: &str = r"(?P<key>(?-u:\b)[a-z_]*loss[a-z_0-9]*|(?-u:\b)[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|(?-u:\b)total_norm|(?-u:\b)gnorm\b|(?-u:\b)grad(?:ient)?s?\b|(?-u:\b)(?:[a-z]+_)?(?:cross_?entropy|smooth_?l1|nll|bce|kl_?div|mse|rmse|mae|huber|focal)\b|(?-u:\b)(?:[a-z]+_)?cost\b)";
+/// A non-finite value named before its key, in the spellings writers use (`Nan` too): "nan loss",
+/// "NaN grad norm". Shared by the forms that read the value first (`adjectival`,
+/// `message_adjectival`).
+const VALUE_THEN_KEY: &str =
+    r"\b(?P<tok>nan|NaN|Nan|NAN|inf|Inf|INF)\s+(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))";
 /// What a key may carry after its loss or norm word: a statistic after a slash, as tabular
 /// loggers print their per-iteration summaries (rllab/rlpyt's `actor_loss/Median      nan`,
 /// TensorBoard-style `loss/total`), or up to two capitalised words of a title-case key
@@ -189,9 +194,9 @@ fn patterns() -> &'static Patterns {
             r#"(?:^|[\s"'`\x{201c}(\[|:])(?:WARNING|WARN|ERROR|FATAL|CRITICAL)(?:\]:?|:)\s|(?:^|[\s"'`\x{201c}(\[|])(?:WARNING|ERROR|CRITICAL):[\w.]+:|(?:^\s*|["'`\x{201c}])(?:Warning|Error):\s|\b[A-Z][A-Za-z]*(?:Error|Exception):\s"#,
         )
         .expect("static regex"),
-        adjectival: Regex::new(
-            r"(?i:\b(?:received|receiving|get|gets|got|getting|encountered|encountering|detected|found|hit|observed|saw|see|seeing|meet|meeting|met|having|facing))\s+(?:(?i:an?)\s+)?[\x22'`\x{201c}]?\b(?P<tok>nan|NaN|Nan|NAN|inf|Inf|INF)\s+(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))\b",
-        )
+        adjectival: Regex::new(&format!(
+            r"(?i:\b(?:received|receiving|get|gets|got|getting|encountered|encountering|detected|found|hit|observed|saw|see|seeing|meet|meeting|met|having|facing))\s+(?:(?i:an?)\s+)?[\x22'`\x{{201c}}]?{VALUE_THEN_KEY}\b",
+        ))
         .expect("static regex"),
         // A check's own line that opens with the value and its key and says it found them:
         // "NaN gradient detected in Linear4bit's input gradient" (a backward hook's print), "NaN
@@ -204,9 +209,9 @@ fn patterns() -> &'static Patterns {
         // A message that names the value before its key, without a verb: "ValueError:  [x] nan
         // loss" (DDSP-SVC's trainer), "RuntimeError: NaN loss at step 120". The key ends the
         // phrase: in "NaN loss detection is enabled" it qualifies a noun, a feature's name.
-        message_adjectival: Regex::new(
-            r#"\b(?P<tok>nan|NaN|Nan|NAN|inf|Inf|INF)\s+(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))(?:\s*$|\s*[.,;:!)\]'"`]|\s+(?:at|in|on|after|during|encountered|detected|found|occurred|occured|appeared|value)\b)"#,
-        )
+        message_adjectival: Regex::new(&format!(
+            r#"{VALUE_THEN_KEY}(?:\s*$|\s*[.,;:!)\]'"`]|\s+(?:at|in|on|after|during|encountered|detected|found|occurred|occured|appeared|value)\b)"#,
+        ))
         .expect("static regex"),
         unexpected: Regex::new(
             r"Unexpected result (?:tensor\(\s*)?(?P<tok>-?(?:nan|inf))\b(?P<rest>.*)$",

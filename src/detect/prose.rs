@@ -454,8 +454,8 @@ fn named_as_avoided(line: &str, hits: &[Range<usize>]) -> bool {
         && !report_cue().is_match(line)
 }
 
-/// Is every one of `hits` a text that something looks for or that must not exist, rather than an
-/// error met: the object of a verb of matching ("the job's log contains `torch.OutOfMemoryError`
+/// Is the first of `hits` (and with it the list it opens, "`A` or `B`") a text that something
+/// looks for or that must not exist, rather than an error met: the object of a verb of matching ("the job's log contains `torch.OutOfMemoryError`
 /// or `CUDA out of memory`", "greps for `NCCL WARN`"; not "search for", which PyTorch's own hint
 /// after an error says: "Search for `cudaErrorIllegalAddress' in …"), or of a negated existence ("There should
 /// never be a CUDA_ERROR_LAUNCH_FAILED error.", an issue template's expected behaviour)? A report

@@ -12,6 +12,7 @@ pub mod code;
 pub mod cuda_catalog;
 pub mod elastic;
 pub mod gate;
+pub mod guards;
 pub mod kernel_assert;
 pub mod nccl_warn;
 pub mod numeric;
@@ -489,8 +490,7 @@ impl DetectorSet {
             .filter(|r| {
                 r.requires_any.is_empty() || r.requires_any.iter().any(|s| line.contains(s))
             })
-            .filter(|r| r.name != "torch_allocation_limit" || allocation_limit_tail(line))
-            .filter(|r| r.name != "nccl_timeout_named" || timeout_named_as_event(line))
+            .filter(|r| r.guard.is_none_or(|holds| holds(line)))
             // Of specific rows that rank the same, the one whose words come first on the line: a
             // title that quotes two errors names its own first. Generic rows keep the table's
             // order, which puts a wrapper ("watchdog thread terminated with exception: CUDA
@@ -509,9 +509,6 @@ impl DetectorSet {
                     return Some(e);
                 }
                 if REFINED_ONLY.contains(&r.name) {
-                    return None;
-                }
-                if r.name == "cuda_error_generic" && error_as_subject(line) {
                     return None;
                 }
             }
@@ -704,64 +701,6 @@ fn nccl_result_in_words(line: &str) -> Option<Evidence> {
         .map(rules::HeadlineRule::evidence)
 }
 
-/// Do a report's own words for a collective timeout ("NCCL timeout during validation",
-/// "32B PPO Training: WorkNCCL Timeout", "[RLLib] NCCL rank desync timeout with …") tell of one
-/// that happened, rather than name a setting or advise on it? The line is one sentence of a
-/// title's length (a changelog's or an article's paragraph runs on), the words are no setting's
-/// noun ("NCCL timeout of 30 minutes", "the NCCL timeout is set to …", "NCCL timeout value"), no
-/// plural or class of them ("fall back on NCCL timeouts", "NCCL watchdog timeout errors are
-/// often observed"), and no verb of changing, avoiding or explaining and no "like" of an example
-/// comes right before them ("increase the NCCL timeout", "Prevent NCCL timeout", "how to debug
-/// NCCL timeout", "Error messages like NCCL watchdog timeout").
-fn timeout_named_as_event(line: &str) -> bool {
-    static WORDS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    static AFTER: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    static BEFORE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    static SENTENCES: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let text = line.trim();
-    if text.len() > 200
-        || prose::cached(&SENTENCES, r"[.!?;]\s+[A-Z]").is_match(text)
-        || prose::announces_a_fix(text)
-    {
-        return false;
-    }
-    let Some(m) = prose::cached(
-        &WORDS,
-        r"(?i)(?:ccl|watchdog|desync|collective)\s+time\s?out",
-    )
-    .find(text) else {
-        return false;
-    };
-    let after = &text[m.end()..];
-    let before = &text[..m.start()];
-    !prose::cached(
-        &AFTER,
-        r"(?i)^(?:s\b|\s*(?:=|:?\s*\d|of\s+\d|\(s\)|values?\b|settings?\b|parameters?\b|env\w*|variables?\b|flags?\b|defaults?\b|options?\b|configs?\b|configuration\b|errors\b|issues\b|problems\b|messages\b|(?:is|was|can be|should be)\s+(?:set|configured|controlled|changed|increased|\d)))",
-    )
-    .is_match(after)
-        && !prose::cached(
-            &BEFORE,
-            r"(?i)\b(?:increas\w*|rais\w*|set|setting|extend\w*|lengthen\w*|chang\w*|configur\w*|adjust\w*|prevent\w*|avoid\w*|fix|fixe[sd]|fixing|handl\w*|reduc\w*|detect\w*|debug\w*|troubleshoot\w*|add|adds|added|adding|bump\w*|support\w*|document\w*|customi[sz]\w*|tun(?:e|es|ed|ing)|disabl\w*|enabl\w*|diagnos\w*|understand\w*|explain\w*|about|custom|default|longer|shorter|larger|higher|lower|like|such as|e\.g\.|including)(?:\s+(?:an?|the|of|for|to|and|or|\w+))?\s*(?:\s+\S*)?\s*$",
-        )
-        .is_match(before)
-}
-
-/// Is "CUDA error" on `line` the subject of a sentence about an error, not the head of one
-/// ("Buffer allocation should be a recoverable error, but the CUDA error was not cleared, which
-/// may cause the next operation to fail.", "this CUDA error is sticky")? A determiner before it
-/// and a verb after it make it a noun phrase; a printed error has its message after the words.
-/// A report cue on the line keeps it a report.
-fn error_as_subject(line: &str) -> bool {
-    static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    !line.contains("CUDA error:")
-        && prose::cached(
-            &R,
-            r"(?i)\b(?:the|this|that|any|no|each|every|such)\s+CUDA error\s+(?:is|was|were|are|has|had|should|would|could|will|may|might|can|must|remains|persists|becomes|did|does)\b",
-        )
-        .is_match(line)
-        && !prose::has_report_cue(line)
-}
-
 /// Rows whose wording is only a CUDA error when the catalog can name the message after it:
 /// Caffe2's "Error at: <file>.cu:<line>: <message>", Triton's and TensorRT's wrappers, a checking
 /// macro's "<call> failed with error <message>".
@@ -800,20 +739,6 @@ fn later_record(line: &str, from: usize) -> Option<usize> {
         .map(|m| m.start());
     stamps.next().filter(|&s| s < from)?;
     stamps.find(|&s| s > from)
-}
-
-/// Whether PyTorch's "Allocation on device" on `line` is its allocator's limit message: the
-/// words go on with "would exceed allowed memory", or end the text where the device index, written
-/// as a byte, cut the message (see the `torch_allocation_limit` row).
-fn allocation_limit_tail(line: &str) -> bool {
-    const WORDS: &str = "Allocation on device";
-    line.match_indices(WORDS).any(|(at, _)| {
-        let rest = &line[at + WORDS.len()..];
-        rest.contains("would exceed allowed memory")
-            || rest
-                .trim_end_matches(|c: char| c.is_whitespace() || "'\"`*_.\\".contains(c))
-                .is_empty()
-    })
 }
 
 /// Where the first of `rule`'s literals (or refining literals) starts on `line`.

@@ -11,6 +11,7 @@
 //! `ncclResult_t` names and `ncclGetErrorString` texts, and the ATen kernel sources named in the
 //! assertion rows (aten/src/ATen/native/cuda/*.cu).
 
+use super::guards;
 use crate::model::{Blame, Evidence, Kind};
 
 /// A family of kernel `assert`s, recognised from the assertion expression or the kernel file.
@@ -148,6 +149,9 @@ pub struct HeadlineRule {
     /// `… (29 vs. 0)  driver shutting down`). They need no gate anchor of their own, which keeps
     /// the gate small; a line that has only them is not inspected.
     pub refines: &'static [&'static str],
+    /// When set, a test the line must pass for the row to count (see `guards`): for literals
+    /// that are everyday words as well as a message's head.
+    pub guard: Option<fn(&str) -> bool>,
 }
 
 impl HeadlineRule {
@@ -242,6 +246,7 @@ const fn generic_cuda(name: &'static str, literals: &'static [&'static str]) -> 
         priority: GENERIC,
         requires_any: &[],
         refines: &[],
+        guard: None,
     }
 }
 
@@ -262,6 +267,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &[],
         // cuda-gdb: CUDA_EXCEPTION_12 "Warp Assert" (see cuda_error_generic).
         refines: &["Warp Assert"],
+        guard: None,
     },
     HeadlineRule {
         // Julia's CUDA.jl: an exception in device code (a bounds check, a type error, a `throw`).
@@ -279,6 +285,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // CUDAnative.jl, CUDA.jl's predecessor, reported a device exception as "ERROR: a
@@ -295,6 +302,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &["ERROR: a "],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cuda_illegal_address",
@@ -330,6 +338,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "Warp Illegal Address",
             "Warp Out-of-range Address",
         ],
+        guard: None,
     },
     HeadlineRule {
         // ROCm's HSA runtime (ROCr) on a GPU page fault, before it aborts the process: "Memory
@@ -350,6 +359,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &["Memory access fault by GPU"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // ROCr's hardware-exception handler, when the kernel driver (KFD) signals that the GPU
@@ -370,6 +380,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "rocr_hw_exception_ecc",
@@ -383,6 +394,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH + 1,
         requires_any: &["reason :ECC", "reason: ECC"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cuda_misaligned_address",
@@ -401,6 +413,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &[],
         // cuda-gdb: CUDA_EXCEPTION_6 and 11 (see cuda_error_generic).
         refines: &["Warp Misaligned Address", "Lane Misaligned Address"],
+        guard: None,
     },
     HeadlineRule {
         name: "cuda_illegal_instruction",
@@ -418,6 +431,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &[],
         // cuda-gdb: CUDA_EXCEPTION_4 (see cuda_error_generic).
         refines: &["Warp Illegal Instruction"],
+        guard: None,
     },
     HeadlineRule {
         // A kernel's call stack overflowed or was corrupted (`cudaErrorHardwareStackError`, 714,
@@ -439,6 +453,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &["Warp Hardware Stack Overflow", "Lane User Stack Overflow"],
+        guard: None,
     },
     HeadlineRule {
         name: "cuda_launch_failure",
@@ -455,6 +470,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cuda_ecc_uncorrectable",
@@ -472,6 +488,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cuda_nvlink_uncorrectable",
@@ -487,6 +504,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cuda_no_kernel_image",
@@ -505,6 +523,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // `cudaErrorInvalidDeviceFunction` (98) / `hipErrorInvalidDeviceFunction`: the launched
@@ -522,6 +541,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &["CUDA", "cuda", "Cuda", "HIP", "hip", ".cu", "error-code"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // PyTorch's check of the GPUs against the architectures its wheel was built for
@@ -544,6 +564,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &["is not compatible with the current", "too old"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cuda_launch_out_of_resources",
@@ -560,6 +581,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // Triton's compiler/launcher when a kernel's configuration needs more than the GPU
@@ -585,6 +607,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cuda_device_unavailable",
@@ -601,6 +624,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cuda_launch_timeout",
@@ -616,6 +640,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // NVRTC, the runtime compiler that PyTorch's JIT fusers, CuPy and others call, rejects
@@ -634,6 +659,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH + 1,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // Any other failure of a kernel compiled at run time: PyTorch's "nvrtc compilation
@@ -649,6 +675,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cuda_driver_insufficient",
@@ -661,6 +688,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cublas_execution_failed",
@@ -681,6 +709,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cublas_internal_error",
@@ -693,6 +722,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // TensorFlow prints "failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED"
@@ -706,6 +736,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // "Resource allocation failed inside the cuBLAS library", usually a `cudaMalloc` that
@@ -720,6 +751,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // DeepSpeed's check of `cublasCreate` in its kernels' context: "RuntimeError: Fail to
@@ -737,6 +769,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cublas_invalid_value",
@@ -748,6 +781,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cublas_not_supported",
@@ -759,6 +793,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cublas_mapping_error",
@@ -771,6 +806,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cudnn_execution_failed",
@@ -783,6 +819,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cudnn_internal_error",
@@ -805,6 +842,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cudnn_mapping_error",
@@ -817,6 +855,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // TensorFlow prints "Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED"
@@ -830,6 +869,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // "Resource allocation failed inside the cuDNN library", usually a `cudaMalloc` that
@@ -844,6 +884,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // cuDNN 9 adds sub-codes after the major ones (`CUDNN_STATUS_NOT_SUPPORTED_SHAPE`,
@@ -857,6 +898,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cudnn_bad_param",
@@ -868,6 +910,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // No cuDNN algorithm or engine could run the convolution, usually because none fit in
@@ -890,6 +933,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cudnn_version_mismatch",
@@ -906,6 +950,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // Any other status of the cuBLAS `cublasStatus_t` / cuDNN `cudnnStatus_t` enums, as
@@ -974,6 +1019,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: GENERIC,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "cuda_oom",
@@ -1091,6 +1137,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // vLLM's check that one sequence of the configured length fits the KV cache left after
@@ -1111,6 +1158,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // The v0 engine's wording (above); its head is any length check's, so the line must
@@ -1124,6 +1172,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &["KV cache"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // XLA (JAX, TensorFlow on XLA) reports an exhausted device memory as an absl status
@@ -1146,6 +1195,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &["RESOURCE_EXHAUSTED:", "That was not possible. There are"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // MXNet's GPU memory pool: "src/storage/./pooled_storage_manager.h:62: Memory allocation
@@ -1160,6 +1210,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &["storage_manager"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // TensorFlow's stream executor when the device allocation itself fails: "failed to
@@ -1176,6 +1227,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &[" from device: "],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // CuPy before v5 (cupy/cuda/memory.pyx `OutOfMemoryError`): "out of memory to allocate
@@ -1190,6 +1242,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &[" bytes (total "],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // TVM's runtime allocators (MLC-LLM, TVM Unity on CUDA): "TVMError: Check failed:
@@ -1206,6 +1259,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &[" bytes with alignment "],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // Hugging Face text-generation-inference's warm-up, which runs the largest prefill
@@ -1223,6 +1277,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // A device memory allocator's own failure, named with its size: PhysX's GPU allocator
@@ -1239,6 +1294,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &["Cuda", "CUDA", "GPU", "DeviceMemory", "device memory"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // The CUDA runtime's own text for `cudaErrorMemoryAllocation` ("out of memory", from
@@ -1259,6 +1315,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &["cuda", "CUDA", "Cuda", "cuMem", "GPU", "HIP error"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // PyTorch's allocators when an allocation would pass the process's limit (the memory
@@ -1270,7 +1327,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // as its 8-bit `DeviceIndex` write device 0 as a NUL byte, which ends the C string: the
         // message then reads "Allocation on device " and nothing more, as ComfyUI's error report
         // and log show it ("!!! Exception during processing !!! Allocation on device "). So the
-        // words must end the line or go on with the limit (`allocation_limit_tail` in `mod.rs`):
+        // words must end the line or go on with the limit (`guards::allocation_limit_tail`):
         // "Allocation on device 0 launch on device 1" is another program's log.
         name: "torch_allocation_limit",
         literals: &["Allocation on device"],
@@ -1281,6 +1338,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &[],
         refines: &[],
+        guard: Some(guards::allocation_limit_tail),
     },
     HeadlineRule {
         // Baidu's warp-ctc, the GPU CTC loss of DeepSpeech-era speech toolkits (deepspeech.pytorch,
@@ -1302,6 +1360,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // PaddlePaddle's launcher (`python -m paddle.distributed.launch`) when a worker exits
@@ -1319,6 +1378,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &["LAUNCH"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // RAPIDS Memory Manager's pool and arena resources when they may not grow (cuDF, cuML,
@@ -1338,6 +1398,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &["Maximum pool size exceeded"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // `cudaErrorCudartUnloading` ("driver shutting down", code 4; 29 in CUDA 8 and older) and
@@ -1357,6 +1418,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // The runtime's message after a generic prefix ("CUDA error: …", "cuda runtime error
         // (29) : …", "… == cudaSuccess (29 vs. 0)  …").
         refines: &["driver shutting down"],
+        guard: None,
     },
     HeadlineRule {
         // CUTLASS's statuses as `cutlassGetStatusString` prints them (include/cutlass/cutlass.h):
@@ -1377,6 +1439,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: GENERIC,
         requires_any: &CUTLASS_NAMES,
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // Julia's CUDAdrv.jl (CUDA.jl's predecessor) shows the driver API's `CUresult` as a
@@ -1403,6 +1466,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "CuError(9",
         ],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // Caffe2's `CUDA_ENFORCE` / `CUDA_CHECK` (caffe2/core/common_gpu.h): "Error at:
@@ -1421,93 +1485,98 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: GENERIC,
         requires_any: &[".cu:", ".cuh:"],
         refines: &[],
+        guard: None,
     },
-    generic_cuda(
-        "cuda_error_generic",
-        &[
-            "CUDA error: ",
-            "cuda runtime error (",
-            // With a Chinese input method's full-width parenthesis ("cuda runtime error（209）").
-            "cuda runtime error\u{ff08}",
-            // The checking macros of NVIDIA's inference libraries and their forks:
-            // TensorRT-LLM's "[TensorRT-LLM][ERROR] CUDA runtime error in cudaMemcpyAsync(…):
-            // invalid argument (…/cudaUtils.h:NN)", FasterTransformer's and TurboMind's "[FT][ERROR]
-            // CUDA runtime error: invalid argument /…/cuda_utils.h:NN" (`check_cuda_error`); the
-            // runtime's message after the call names the family.
-            "CUDA runtime error",
-            // PyTorch's check of a driver API call (`C10_CUDA_DRIVER_CHECK`, ATen/cuda/
-            // Exceptions.h): "CUDA driver error: invalid argument", `cuGetErrorString`'s text.
-            "CUDA driver error: ",
-            "CUDA error ",
-            "CUDA Error: ",
-            // A title-case head before the number ("CUDA Error 700: Illegal Memory Access").
-            "CUDA Error ",
-            // The same head in lower case, as titles and wrappers write it ("Gym cuda error:
-            // invalid resource handle"), and PaddlePaddle's "ExternalError: Cuda error(700), an
-            // illegal memory access was encountered." (its enforce of a `cudaError_t`).
-            "cuda error: ",
-            "Cuda error(",
-            // The driver API's `CUresult` names as XLA, cupy and TensorFlow print them.
-            "CUDA_ERROR_",
-            // The runtime API's `cudaError_t` names, e.g. a C++ `terminate` block's
-            // "what():  …: cudaErrorLaunchFailure: unspecified launch failure" (thrust).
-            "cudaError",
-            // cutorch/THC: "THCudaCheck FAIL file=%s line=%i error=%i : %s" (lib/THC/THCGeneral.c).
-            "THCudaCheck FAIL",
-            // The "Cuda failure" of CUDA checking macros outside NCCL (cutlass and
-            // FasterTransformer-style `check_cuda_error`, many samples): "Cuda failure: misaligned
-            // address"; with NCCL on the line the NCCL row above wins. ONNX Runtime's CUDA
-            // execution provider: "CUDA failure 700: an illegal memory access was encountered ;
-            // GPU=0 ; hostname=… ; expr=…" (onnxruntime/core/providers/cuda/cuda_call.cc,
-            // `CudaCall`, "%s failure %d: %s ; GPU=%d …" with the library's name first).
-            "Cuda failure",
-            "CUDA failure ",
-            // glog's CHECK of a runtime call (Caffe's CUDA_CHECK): "Check failed: error ==
-            // cudaSuccess (N vs. 0)  <message>", whatever the error.
-            "error == cudaSuccess (",
-            // cuda-gdb's exception codes (`CUDA_EXCEPTION_6, Warp Misaligned Address.`); those
-            // with a family are refined by their rows, the rest (stack overflows, invalid PC or
-            // address space, CUDA_EXCEPTION_0 "Device Unknown Exception") stay generic.
-            "CUDA_EXCEPTION_",
-            // Frameworks' own sentences for CUDA errors (`cuda_catalog::FRAMEWORK_WORDINGS`).
-            "No CUDA GPUs are available",
-            "CUDA driver initialization failed",
-            "CUDA unknown error - this may be due to",
-            // ManagedCuda, the .NET binding of the driver API: "ManagedCuda.CudaException:
-            // ErrorOutOfMemory: <the reference's description>" (its `CUResult` names are the
-            // driver API's in CamelCase; `cuda_catalog` derives them).
-            "CudaException: Error",
-            // Numba's driver binding: "CudaAPIError: [716] Call to cuMemcpyDtoH results in
-            // UNKNOWN_CUDA_ERROR" (numba/cuda/cudadrv/driver.py, `_check_error`): the code is
-            // the driver API's `CUresult`, which `cuda_catalog` reads when no name is known.
-            "CudaAPIError: [",
-            // DeepSpeed's cuBLAS wrappers (csrc/includes/cublas_wrappers.h, cublas_gemm_ex and
-            // friends): "!!!! kernel execution error. (m: 1280, n: 3075, k: 5120, error: 13)",
-            // the value a `cublasStatus_t` (`cuda_catalog` names it).
-            "kernel execution error. (",
-            // Wrappers that print the runtime's message in capitals ("[CUDA ERROR]: Too many
-            // resources requested for launch"); `cuda_catalog` reads the message in any case.
-            "CUDA ERROR",
-            // ROCm: HIP's `hipError…` names mirror the runtime's `cudaError…` ones, and
-            // PyTorch's hipified checks print "HIP error: <hipGetErrorString>" (with "HIP kernel
-            // errors might be asynchronously reported …"); `cuda_catalog` refines both, as it
-            // does CUDA's ("the operation cannot be performed in the present state" is HIP's
-            // text for hipErrorIllegalState too). Out of memory, illegal access and device
-            // asserts have rows of their own.
-            "hipError",
-            "HIP error: ",
-            // Checking macros of the CUDA SDK's era and their copies: "Cuda error: invalid
-            // argument in file 'foo.cu' in line 33" (cutil's `CUDA_SAFE_CALL`), "Cuda error in
-            // file …"; the message after it names the family.
-            "Cuda error: ",
-            "Cuda error in ",
-            // thrust's exception for a failed CUDA call (thrust/system/system_error.h, with
-            // `cuda_category()`): "terminate called after throwing an instance of
-            // 'thrust::system::system_error'" with "what():  parallel_for failed: invalid device
-            // function" after it, or on one line where a log flattened them.
-            "thrust::system::system_error",
-        ],
-    ),
+    HeadlineRule {
+        // "CUDA error" is also the subject of sentences about one (`guards::error_printed`).
+        guard: Some(guards::error_printed),
+        ..generic_cuda(
+            "cuda_error_generic",
+            &[
+                "CUDA error: ",
+                "cuda runtime error (",
+                // With a Chinese input method's full-width parenthesis ("cuda runtime error（209）").
+                "cuda runtime error\u{ff08}",
+                // The checking macros of NVIDIA's inference libraries and their forks:
+                // TensorRT-LLM's "[TensorRT-LLM][ERROR] CUDA runtime error in cudaMemcpyAsync(…):
+                // invalid argument (…/cudaUtils.h:NN)", FasterTransformer's and TurboMind's "[FT][ERROR]
+                // CUDA runtime error: invalid argument /…/cuda_utils.h:NN" (`check_cuda_error`); the
+                // runtime's message after the call names the family.
+                "CUDA runtime error",
+                // PyTorch's check of a driver API call (`C10_CUDA_DRIVER_CHECK`, ATen/cuda/
+                // Exceptions.h): "CUDA driver error: invalid argument", `cuGetErrorString`'s text.
+                "CUDA driver error: ",
+                "CUDA error ",
+                "CUDA Error: ",
+                // A title-case head before the number ("CUDA Error 700: Illegal Memory Access").
+                "CUDA Error ",
+                // The same head in lower case, as titles and wrappers write it ("Gym cuda error:
+                // invalid resource handle"), and PaddlePaddle's "ExternalError: Cuda error(700), an
+                // illegal memory access was encountered." (its enforce of a `cudaError_t`).
+                "cuda error: ",
+                "Cuda error(",
+                // The driver API's `CUresult` names as XLA, cupy and TensorFlow print them.
+                "CUDA_ERROR_",
+                // The runtime API's `cudaError_t` names, e.g. a C++ `terminate` block's
+                // "what():  …: cudaErrorLaunchFailure: unspecified launch failure" (thrust).
+                "cudaError",
+                // cutorch/THC: "THCudaCheck FAIL file=%s line=%i error=%i : %s" (lib/THC/THCGeneral.c).
+                "THCudaCheck FAIL",
+                // The "Cuda failure" of CUDA checking macros outside NCCL (cutlass and
+                // FasterTransformer-style `check_cuda_error`, many samples): "Cuda failure: misaligned
+                // address"; with NCCL on the line the NCCL row above wins. ONNX Runtime's CUDA
+                // execution provider: "CUDA failure 700: an illegal memory access was encountered ;
+                // GPU=0 ; hostname=… ; expr=…" (onnxruntime/core/providers/cuda/cuda_call.cc,
+                // `CudaCall`, "%s failure %d: %s ; GPU=%d …" with the library's name first).
+                "Cuda failure",
+                "CUDA failure ",
+                // glog's CHECK of a runtime call (Caffe's CUDA_CHECK): "Check failed: error ==
+                // cudaSuccess (N vs. 0)  <message>", whatever the error.
+                "error == cudaSuccess (",
+                // cuda-gdb's exception codes (`CUDA_EXCEPTION_6, Warp Misaligned Address.`); those
+                // with a family are refined by their rows, the rest (stack overflows, invalid PC or
+                // address space, CUDA_EXCEPTION_0 "Device Unknown Exception") stay generic.
+                "CUDA_EXCEPTION_",
+                // Frameworks' own sentences for CUDA errors (`cuda_catalog::FRAMEWORK_WORDINGS`).
+                "No CUDA GPUs are available",
+                "CUDA driver initialization failed",
+                "CUDA unknown error - this may be due to",
+                // ManagedCuda, the .NET binding of the driver API: "ManagedCuda.CudaException:
+                // ErrorOutOfMemory: <the reference's description>" (its `CUResult` names are the
+                // driver API's in CamelCase; `cuda_catalog` derives them).
+                "CudaException: Error",
+                // Numba's driver binding: "CudaAPIError: [716] Call to cuMemcpyDtoH results in
+                // UNKNOWN_CUDA_ERROR" (numba/cuda/cudadrv/driver.py, `_check_error`): the code is
+                // the driver API's `CUresult`, which `cuda_catalog` reads when no name is known.
+                "CudaAPIError: [",
+                // DeepSpeed's cuBLAS wrappers (csrc/includes/cublas_wrappers.h, cublas_gemm_ex and
+                // friends): "!!!! kernel execution error. (m: 1280, n: 3075, k: 5120, error: 13)",
+                // the value a `cublasStatus_t` (`cuda_catalog` names it).
+                "kernel execution error. (",
+                // Wrappers that print the runtime's message in capitals ("[CUDA ERROR]: Too many
+                // resources requested for launch"); `cuda_catalog` reads the message in any case.
+                "CUDA ERROR",
+                // ROCm: HIP's `hipError…` names mirror the runtime's `cudaError…` ones, and
+                // PyTorch's hipified checks print "HIP error: <hipGetErrorString>" (with "HIP kernel
+                // errors might be asynchronously reported …"); `cuda_catalog` refines both, as it
+                // does CUDA's ("the operation cannot be performed in the present state" is HIP's
+                // text for hipErrorIllegalState too). Out of memory, illegal access and device
+                // asserts have rows of their own.
+                "hipError",
+                "HIP error: ",
+                // Checking macros of the CUDA SDK's era and their copies: "Cuda error: invalid
+                // argument in file 'foo.cu' in line 33" (cutil's `CUDA_SAFE_CALL`), "Cuda error in
+                // file …"; the message after it names the family.
+                "Cuda error: ",
+                "Cuda error in ",
+                // thrust's exception for a failed CUDA call (thrust/system/system_error.h, with
+                // `cuda_category()`): "terminate called after throwing an instance of
+                // 'thrust::system::system_error'" with "what():  parallel_for failed: invalid device
+                // function" after it, or on one line where a log flattened them.
+                "thrust::system::system_error",
+            ],
+        )
+    },
     // A checking macro's "<call> failed with error <cudaGetErrorString>": tiny-cuda-nn's and
     // instant-ngp's `CUDA_CHECK_THROW` ("…/gpu_memory.h:601 cudaDeviceSynchronize() failed
     // with error an illegal memory access was encountered", include/tiny-cuda-nn/common.h).
@@ -1546,6 +1615,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: GENERIC,
         requires_any: &[": operation "],
         refines: &[],
+        guard: None,
     },
     // The CUDA samples' checks, which the GPU Operator's validator and many programs copied:
     // "Failed to allocate device vector A (error code system not yet initialized)!"
@@ -1575,6 +1645,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[" OOM "],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // The NVIDIA container runtime's hook could not give the container its GPUs, so the
@@ -1598,6 +1669,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // PhysX's GPU pipeline (Isaac Gym, Isaac Sim/Lab, SAPIEN) reports a kernel it could not
@@ -1622,6 +1694,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &["fail to launch"],
         refines: &[],
+        guard: None,
     },
     // PhysX's own CUDA failures without a launch: "PhysX Internal CUDA error. Simulation
     // cannot continue! Error code 700!" (physx/source/physx/src/NpScene.cpp, the `CUresult`
@@ -1720,6 +1793,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: GENERIC,
         requires_any: &[": Cuda Runtime (", ": Cuda Driver ("],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // The description of a timed-out collective, kept where a title or a wrap cut the
@@ -1737,6 +1811,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[") ran for ", "timed out in blocking wait"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "nccl_watchdog_timeout",
@@ -1779,6 +1854,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // ProcessGroupNCCL's heartbeat monitor thread (torch/csrc/distributed/c10d/
@@ -1801,6 +1877,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH - 1,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "nccl_unhandled_cuda_error",
@@ -1831,6 +1908,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // NCCL's CUDACHECK: "NCCL WARN Cuda failure 'an illegal memory access was encountered'"
@@ -1857,6 +1935,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH + 1,
         requires_any: &["NCCL", "nccl", "WARN src/"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "nccl_unhandled_system_error",
@@ -1873,6 +1952,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // NCCL's socket layer giving up on a connection (src/misc/socket.cc): "socketStartConnect:
@@ -1895,6 +1975,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // The same message where a caller wraps it without the function's name: "NCCL Connect to
@@ -1910,6 +1991,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &["NCCL Connect to ", "NCCL WARN"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // The same layer after ECONNREFUSED on every retry (src/misc/socket.cc).
@@ -1926,6 +2008,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "nccl_internal_error",
@@ -1956,6 +2039,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // line names NCCL, as all the other literals do.
         requires_any: &["NCCL", "nccl", "Nccl"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // NCCL itself could not be loaded: XLA's "NCCL operation ncclGetUniqueId(&id) failed:
@@ -1973,6 +2057,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "nccl_invalid_usage",
@@ -2000,6 +2085,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // A PyTorch build without NCCL asked for the NCCL backend: "RuntimeError: Distributed
@@ -2016,6 +2102,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // torchrun's store on a PyTorch build without libuv: since 2.4 TCPStore uses its libuv
@@ -2034,6 +2121,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // ProcessGroupWrapper's check that every rank runs the same collective, on when
@@ -2058,6 +2146,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &["Detected mismatch between collectives"],
+        guard: None,
     },
     HeadlineRule {
         // ProcessGroupNCCL's check of every tensor a collective or a send/recv is given:
@@ -2077,6 +2166,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // JAX's and XLA's multi-host runtime rendezvous through a coordination service
@@ -2101,6 +2191,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID + 2,
         requires_any: &["DEADLINE_EXCEEDED", "timed out", "Deadline Exceeded"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // A collective timeout named in a report's own words rather than PyTorch's, as issue
@@ -2108,7 +2199,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // "NCCL watchdog timeout when …", "NCCL rank desync timeout with …". The words are also a
         // setting's and an advice's ("increase the NCCL timeout", "NCCL timeout of 30 minutes"),
         // so `mod.rs` keeps the row only where the words name something that happened
-        // (`timeout_named_as_event`).
+        // (`guards::timeout_named_as_event`).
         name: "nccl_timeout_named",
         literals: &[
             "CCL timeout",
@@ -2126,6 +2217,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: GENERIC,
         requires_any: &["NCCL", "nccl", "Nccl"],
         refines: &[],
+        guard: Some(guards::timeout_named_as_event),
     },
     HeadlineRule {
         // A collective that PyTorch's NCCL process group does not implement, or only implements
@@ -2149,6 +2241,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // `ncclInvalidArgument`, "invalid argument (run with NCCL_DEBUG=WARN for details)"
@@ -2184,6 +2277,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // As for internal errors: CUDA's own "invalid argument" must not read as NCCL's.
         requires_any: &["NCCL", "nccl", "Nccl"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "nccl_remote_error",
@@ -2199,6 +2293,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // A peer's end of a connection went away: NCCL's socket layer ("socketProgressOpt:
@@ -2236,6 +2331,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "socketProgress",
         ],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // An InfiniBand verbs call on NCCL's data path failed: "NCCL WARN Call to ibv_reg_mr
@@ -2269,6 +2365,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "nccl_ib_completion_error",
@@ -2283,6 +2380,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // Titles shorten the same message: "NCCL WARN NET/IB Got completion error 12". Those
@@ -2297,6 +2395,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: HIGH,
         requires_any: &["NET/IB", "NCCL", "nccl", "ibv", "InfiniBand", "RoCE"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "nccl_connection_refused",
@@ -2329,6 +2428,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "Call to send to",
         ],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // torch/csrc/distributed/c10d/socket.cpp ("The client socket has failed to connect to any
@@ -2362,6 +2462,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // init_process_group's barrier over the store (torch/distributed/distributed_c10d.py,
@@ -2383,6 +2484,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID + 1,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // The store's server could not take its port (torch/csrc/distributed/c10d/socket.cpp):
@@ -2404,6 +2506,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID + 1,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // The store's server waited for every rank to connect (TCPStore.cpp, the server side of
@@ -2418,6 +2521,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID + 1,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // The same wait as PyTorch 2.2 and later word it (pytorch/pytorch#111805, TCPStore.cpp
@@ -2432,6 +2536,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID + 1,
         requires_any: &[" workers joined"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // A rank fetching the NCCL unique id that rank 0 publishes in the store gave up waiting
@@ -2460,6 +2565,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID + 2,
         requires_any: &["ncclUniqueId"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // A store client lost its connection mid-run (TCPStore.cpp's `receiveValue`: "[c10d]
@@ -2486,6 +2592,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID + 3,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // ProcessGroupNCCL's monitor reading the job's store fails with the socket's error glued
@@ -2502,6 +2609,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID + 3,
         requires_any: &["global store.Connection", "global store. Connection"],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // PyTorch 1.x's c10d raised its store sockets' errors as a bare RuntimeError (c10d
@@ -2524,6 +2632,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID + 1,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // torch.distributed.elastic's rendezvous errors (torch/distributed/elastic/rendezvous/
@@ -2548,6 +2657,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID + 1,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         // `RendezvousTimeoutError` (torch/distributed/elastic/rendezvous/api.py), raised when
@@ -2565,6 +2675,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: MID,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
     HeadlineRule {
         name: "nccl_error_generic",
@@ -2586,6 +2697,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         priority: GENERIC,
         requires_any: &[],
         refines: &[],
+        guard: None,
     },
 ];
 

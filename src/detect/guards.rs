@@ -1,0 +1,79 @@
+//! Row guards: the tests a headline row's words must pass on a line before the row counts,
+//! for rows whose literal is also everyday wording ("Allocation on device", "NCCL timeout",
+//! "the CUDA error was"). A row names its guard in [`super::rules::HeadlineRule::guard`]; the
+//! tests live here so that the table stays data.
+
+use super::prose;
+
+/// Do a report's own words for a collective timeout ("NCCL timeout during validation",
+/// "32B PPO Training: WorkNCCL Timeout", "[RLLib] NCCL rank desync timeout with …") tell of one
+/// that happened, rather than name a setting or advise on it? The line is one sentence of a
+/// title's length (a changelog's or an article's paragraph runs on), the words are no setting's
+/// noun ("NCCL timeout of 30 minutes", "the NCCL timeout is set to …", "NCCL timeout value"), no
+/// plural or class of them ("fall back on NCCL timeouts", "NCCL watchdog timeout errors are
+/// often observed"), and no verb of changing, avoiding or explaining and no "like" of an example
+/// comes right before them ("increase the NCCL timeout", "Prevent NCCL timeout", "how to debug
+/// NCCL timeout", "Error messages like NCCL watchdog timeout").
+pub fn timeout_named_as_event(line: &str) -> bool {
+    static WORDS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static AFTER: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static BEFORE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static SENTENCES: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let text = line.trim();
+    if text.len() > 200
+        || prose::cached(&SENTENCES, r"[.!?;]\s+[A-Z]").is_match(text)
+        || prose::announces_a_fix(text)
+    {
+        return false;
+    }
+    let Some(m) = prose::cached(
+        &WORDS,
+        r"(?i)(?:ccl|watchdog|desync|collective)\s+time\s?out",
+    )
+    .find(text) else {
+        return false;
+    };
+    let after = &text[m.end()..];
+    let before = &text[..m.start()];
+    !prose::cached(
+        &AFTER,
+        r"(?i)^(?:s\b|\s*(?:=|:?\s*\d|of\s+\d|\(s\)|values?\b|settings?\b|parameters?\b|env\w*|variables?\b|flags?\b|defaults?\b|options?\b|configs?\b|configuration\b|errors\b|issues\b|problems\b|messages\b|(?:is|was|can be|should be)\s+(?:set|configured|controlled|changed|increased|\d)))",
+    )
+    .is_match(after)
+        && !prose::cached(
+            &BEFORE,
+            r"(?i)\b(?:increas\w*|rais\w*|set|setting|extend\w*|lengthen\w*|chang\w*|configur\w*|adjust\w*|prevent\w*|avoid\w*|fix|fixe[sd]|fixing|handl\w*|reduc\w*|detect\w*|debug\w*|troubleshoot\w*|add|adds|added|adding|bump\w*|support\w*|document\w*|customi[sz]\w*|tun(?:e|es|ed|ing)|disabl\w*|enabl\w*|diagnos\w*|understand\w*|explain\w*|about|custom|default|longer|shorter|larger|higher|lower|like|such as|e\.g\.|including)(?:\s+(?:an?|the|of|for|to|and|or|\w+))?\s*(?:\s+\S*)?\s*$",
+        )
+        .is_match(before)
+}
+
+/// Is the generic CUDA wording on `line` an error printed, rather than "CUDA error" as the
+/// subject of a sentence about one ("Buffer allocation should be a recoverable error, but the CUDA
+/// error was not cleared, which may cause the next operation to fail.", "this CUDA error is
+/// sticky")? A determiner before the words and a verb after them make them a noun phrase; a
+/// printed error has its message after them. A report cue on the line keeps it a report.
+pub fn error_printed(line: &str) -> bool {
+    static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let subject = !line.contains("CUDA error:")
+        && prose::cached(
+            &R,
+            r"(?i)\b(?:the|this|that|any|no|each|every|such)\s+CUDA error\s+(?:is|was|were|are|has|had|should|would|could|will|may|might|can|must|remains|persists|becomes|did|does)\b",
+        )
+        .is_match(line)
+        && !prose::has_report_cue(line);
+    !subject
+}
+
+/// Whether PyTorch's "Allocation on device" on `line` is its allocator's limit message: the
+/// words go on with "would exceed allowed memory", or end the text where the device index, written
+/// as a byte, cut the message (see the `torch_allocation_limit` row).
+pub fn allocation_limit_tail(line: &str) -> bool {
+    const WORDS: &str = "Allocation on device";
+    line.match_indices(WORDS).any(|(at, _)| {
+        let rest = &line[at + WORDS.len()..];
+        rest.contains("would exceed allowed memory")
+            || rest
+                .trim_end_matches(|c: char| c.is_whitespace() || "'\"`*_.\\".contains(c))
+                .is_empty()
+    })
+}

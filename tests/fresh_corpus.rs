@@ -1,5 +1,5 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh36/` (round twenty-six, which collected three), all spent and kept for regressions.
+//! through `tests/fresh37/` (round twenty-seven), all spent and kept for regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -679,4 +679,9 @@ fn fresh35_set_scores() {
 #[test]
 fn fresh36_set_scores() {
     score("fresh36");
+}
+
+#[test]
+fn fresh37_set_scores() {
+    score("fresh37");
 }

@@ -1842,6 +1842,43 @@ mod tests {
         }
     }
 
+    /// Round twenty-seven: Thrust's and RMM's device `bad_alloc`, PyTorch's host allocator, and
+    /// error names listed as topics.
+    #[test]
+    fn round_twenty_seven_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("  what():  std::bad_alloc: out of memory", Kind::Oom, "cuda_oom"),
+            ("terminate called after throwing an instance of 'thrust::system::detail::bad_alloc' what():  std::bad_alloc: cudaErrorMemoryAllocation: out of memory", Kind::Oom, "cuda_oom"),
+            ("MemoryError: std::bad_alloc: CUDA error at: /opt/conda/envs/test/include/rmm/mr/device/cuda_memory_resource.hpp", Kind::Oom, "cuda_oom"),
+            ("RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: can't allocate memory: you tried to allocate 52428800 bytes. Error code 12 (Cannot allocate memory)", Kind::Oom, "host_oom"),
+            ("\"RuntimeError: [enforce fail at ..\\c10\\core\\impl\\alloc_cpu.cpp:72] data. DefaultCPUAllocator: not enough memory: you tried to allocate 52428800 bytes.\"", Kind::Oom, "host_oom"),
+            ("ComfyUI\\nodes.py:1585: RuntimeWarning: invalid value encountered in cast", Kind::Numeric, "nan_output"),
+            // The glued value quoted in the writer's sentence, and a state told with "always be".
+            ("I'm training a model but after pertaining time the avr_loss=nan comes to nan.", Kind::Numeric, "non_finite_loss"),
+            ("the log keep telling me that avr_loss is nan,i do not know where i setting wrong", Kind::Numeric, "non_finite_loss"),
+            ("My SDXL LoRA training loss always be nan, how can I fix it?", Kind::Numeric, "non_finite_loss"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // The host's own allocation failure says only "std::bad_alloc"; NumPy's other
+            // invalid-value warnings are arithmetic on data.
+            "terminate called after throwing an instance of 'std::bad_alloc'  what():  std::bad_alloc",
+            "RuntimeWarning: invalid value encountered in divide",
+            // A supposition about a glued value.
+            "stop training when loss=nan",
+            // Error names as items of a list of topics.
+            "本文覆盖 NCCL hang、NCCL error、性能退化等场景",
+            "This guide covers NCCL hang, NCCL error, slow bandwidth and more.",
+            // A check that looks for the host allocator's words.
+            "        \"DefaultCPUAllocator: can't allocate memory\",  # CPU OOM",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+    }
+
     /// Round nineteen: older runtimes' numbered messages, the libraries' failed allocations, RMM's
     /// pool and warp-ctc, and reference lists of the enums that name an error without reporting
     /// one.

@@ -225,7 +225,7 @@ fn patterns() -> &'static Patterns {
         // the sentence ("the loss is **always NaN**").
         // A gradient ("the gradient becomes NaN after 150 steps") is a gradient norm's family.
         changed_state: Regex::new(&format!(
-            r#"(?i){}\s+(?:[*_]{{1,2}})?(?:(?:always|still|suddenly|then|quickly|soon|eventually|sometimes|just|directly|immediately|constantly|consistently|continuously|also)\s+)?(?:became|becomes?|becoming|ha(?:s|ve)\s+become|show(?:s|ed|ing)?|turn(?:s|ed)?\s+(?:in)?to|goes\s+to|went\s+to|keeps?\s+being|kept\s+being|stay(?:s|ed)?|remain(?:s|ed)?|(?:is|was|are|were)\s+[*_]{{0,2}}(?:always|still|constantly|consistently)|change[sd]?\s+to|jump(?:s|ed)?\s+to|explode[sd]?\s+to|(?:rise[sn]?|rose)\s+to|drop(?:s|ped)?\s+to|approach(?:es|ed)?|reach(?:es|ed)?)\s+(?:(?:to|into|be)\s+)?[*_'"`]{{0,2}}{TOKEN}"#,
+            r#"(?i){}\s+(?:[*_]{{1,2}})?(?:(?:always|still|suddenly|then|quickly|soon|eventually|sometimes|just|directly|immediately|constantly|consistently|continuously|also)\s+)?(?:became|becomes?|becoming|ha(?:s|ve)\s+become|(?:always|still|constantly)\s+be|show(?:s|ed|ing)?|turn(?:s|ed)?\s+(?:in)?to|goes\s+to|went\s+to|keeps?\s+being|kept\s+being|stay(?:s|ed)?|remain(?:s|ed)?|(?:is|was|are|were)\s+[*_]{{0,2}}(?:always|still|constantly|consistently)|change[sd]?\s+to|jump(?:s|ed)?\s+to|explode[sd]?\s+to|(?:rise[sn]?|rose)\s+to|drop(?:s|ped)?\s+to|approach(?:es|ed)?|reach(?:es|ed)?)\s+(?:(?:to|into|be)\s+)?[*_'"`]{{0,2}}{TOKEN}"#,
             KEY.replacen("(?P<key>", r"(?P<key>(?-u:\b)gradients?(?-u:\b)|", 1)
         ))
         .expect("static regex"),
@@ -368,6 +368,14 @@ const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
         "nan_output",
         OUTPUT_HINT,
     ),
+    // NumPy 1.24 and later flag a NaN or an infinity that a cast to an integer type meets:
+    // "RuntimeWarning: invalid value encountered in cast" (NumPy 1.24.0 release notes, "NumPy
+    // now gives floating point errors in casts"). Image pipelines hit it converting a model's
+    // output to 8-bit pixels (`np.clip(255. * image, 0, 255).astype(np.uint8)` in diffusion
+    // UIs), which is where a half-precision model's NaN output shows as a black image. Only the
+    // cast: NumPy's same warning for a division or a square root is arithmetic on data, not a
+    // non-finite value reaching an output.
+    ("invalid value encountered in cast", "nan_output", CAST_HINT),
     // JAX with jax_debug_nans / jax_debug_infs: "FloatingPointError: invalid value (nan)
     // encountered in dot_general" (jax/_src/dispatch.py). NumPy's own RuntimeWarning ("invalid
     // value encountered in divide") has no parenthesised value and is not matched.
@@ -420,6 +428,11 @@ const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
         SIMULATION_HINT,
     ),
 ];
+
+const CAST_HINT: &str = "NumPy met NaN or inf converting an array to integers, usually a model's \
+     output on its way to 8-bit pixels (a black or blank image): the model produced non-finite \
+     values; in half precision run the VAE or attention in fp32 (an upcast or no-half option), or \
+     check the inputs, guidance and learning rate.";
 
 const NAN_DETECTOR_HINT: &str = "fairseq's NaN detector found a non-finite tensor in the output \
      (forward) or gradient (backward) of the module it names; the first module named is where \
@@ -792,12 +805,29 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
         let closes_at = |at: usize| line[at..].chars().next() == open;
         matches!(open, Some('\'' | '"')) && (closes_at(k.end()) || closes_at(t.end()))
     };
+    // A key glued to its value by `=` (`avr_loss=nan`, the way a progress bar's postfix or a
+    // metrics line prints it) is a quoted piece of the writer's log inside a sentence too ("the
+    // avr_loss=nan comes to nan"), unless a condition or a negation comes first ("stop when
+    // loss=nan").
+    let glued = |c: &regex::Captures| {
+        let (Some(k), Some(t)) = (c.name("key"), c.name("tok")) else {
+            return false;
+        };
+        line.get(k.end()..t.start()) == Some("=")
+            && line[..k.start()]
+                .chars()
+                .next_back()
+                .is_none_or(char::is_whitespace)
+            && !hypothetical_end
+                .get_or_init(|| p.message_prose.find(line).map(|c| c.end()))
+                .is_some_and(|e| e <= k.start())
+    };
     // The first loss value, else the first value of any key.
     let mut keyed: Option<regex::Captures> = None;
     for c in p
         .keyed
         .captures_iter(line)
-        .filter(|c| dict_entry(c) || !sentence(c))
+        .filter(|c| dict_entry(c) || glued(c) || !sentence(c))
     {
         if is_loss(&c) {
             keyed = Some(c);

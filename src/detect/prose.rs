@@ -75,7 +75,7 @@ pub(super) fn report_cue() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*(?:\s+[a-z]+ly)?\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,4}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|outputs|reports|occurs|occurred|occured|yields|yielded)\b|\b(?:keeps?|kept)\s+(?:on\s+)?(?:showing|getting|throwing|giving|raising|printing|reporting|hitting|crashing|failing)\b|\b(?:gives|gave)\b(?:\s*$|\s*[^\su]|\s+u(?:$|[^p]|p\w))|\bhappened(?:$|[.,;:!)]|\s+(?:when|while|after|during|again|on|at|in|with|for|today|yesterday|randomly|sometimes|twice))|\bany\s+(?:ideas?|help|suggestions?|advice|hints?)\b|\bplease\s+help\b|\bhelp\s+me\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)|\bbefore\s+(?:getting|hitting|running\s+into|encountering)\b|\band\s+(?:then\s+|now\s+|still\s+|always\s+)?(?:got|get|encountered|encounter|received|receive|ran into|run into|met|meet|saw|see|faced|face|obtained)(?:\s+(?:this|these|the|an?|such|same)\b|\s*[\x22'`\x{201c}])|\b(?:in|on) my\b|\bmy (?:\w+ ){0,2}(?:job|run|training|model|code|script|program|process|setup|node|machine|server|gpu|cluster|case)s?\b",
+        r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*(?:\s+[a-z]+ly)?\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,4}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|outputs|reports|occurs|occurred|occured|yields|yielded)\b|\b(?:keeps?|kept)\s+(?:on\s+)?(?:showing|getting|throwing|giving|raising|printing|reporting|hitting|crashing|failing|telling|saying|returning|producing|outputting)\b|\b(?:gives|gave)\b(?:\s*$|\s*[^\su]|\s+u(?:$|[^p]|p\w))|\bhappened(?:$|[.,;:!)]|\s+(?:when|while|after|during|again|on|at|in|with|for|today|yesterday|randomly|sometimes|twice))|\bany\s+(?:ideas?|help|suggestions?|advice|hints?)\b|\bplease\s+help\b|\bhelp\s+me\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)|\bbefore\s+(?:getting|hitting|running\s+into|encountering)\b|\band\s+(?:then\s+|now\s+|still\s+|always\s+)?(?:got|get|encountered|encounter|received|receive|ran into|run into|met|meet|saw|see|faced|face|obtained)(?:\s+(?:this|these|the|an?|such|same)\b|\s*[\x22'`\x{201c}])|\b(?:in|on) my\b|\bmy (?:\w+ ){0,2}(?:job|run|training|model|code|script|program|process|setup|node|machine|server|gpu|cluster|case)s?\b",
     )
 }
 
@@ -212,6 +212,7 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     if announces_a_fix(line)
         || named_as_avoided(line, hits)
         || quantified_class(line, hits)
+        || listed_as_a_topic(line, hits)
         || met_if_you(line, hits)
         || named_as_a_pattern(line, hits)
         || supposed_in_chinese(line, hits)
@@ -531,6 +532,20 @@ fn quantified_class(line: &str, hits: &[Range<usize>]) -> bool {
             && !after[1..].starts_with(|c: char| c.is_alphanumeric())
             && line.get(..h.start).is_some_and(|b| quantifier.is_match(b))
     }) && !report_cue().is_match(line)
+}
+
+/// Is every one of `hits` a bare name between two separators of an enumeration: "covers NCCL
+/// hang, NCCL error, slow bandwidth", a Chinese article's "NCCL hang、NCCL error、性能退化"? A
+/// printed error goes on after its name (a colon and the message, "in:" and the place), so a
+/// name that a list separator both precedes and follows is one topic of several. A report cue
+/// keeps the line a report.
+fn listed_as_a_topic(line: &str, hits: &[Range<usize>]) -> bool {
+    const SEPARATORS: [char; 5] = [',', '、', '，', ';', '；'];
+    hits.iter().all(|h| {
+        let before = line.get(..h.start).unwrap_or("").trim_end();
+        let after = line.get(h.end..).unwrap_or("").trim_start();
+        before.ends_with(SEPARATORS) && after.starts_with(SEPARATORS)
+    }) && !has_report_cue(line)
 }
 
 /// A line of the CUDA reference's descriptions of its enum values, which all open "This

@@ -1094,6 +1094,19 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // GPU: "MemoryError: std::bad_alloc: temporary_buffer::allocate:
             // get_temporary_buffer failed" (thrust/detail/temporary_buffer.h), as RAPIDS shows it.
             "temporary_buffer::allocate: get_temporary_buffer failed",
+            // Thrust's device allocations (`thrust::device_vector`, XGBoost's and cuML's
+            // buffers): `thrust::system::detail::bad_alloc`, whose what() is "std::bad_alloc: "
+            // and the CUDA error's text, "std::bad_alloc: out of memory" (later
+            // "std::bad_alloc: cudaErrorMemoryAllocation: out of memory";
+            // thrust/system/detail/bad_alloc.h). The host's own std::bad_alloc says just
+            // "std::bad_alloc".
+            "bad_alloc: out of memory",
+            "bad_alloc: cudaErrorMemoryAllocation",
+            // RMM's `rmm::bad_alloc` from a device memory resource, before RMM told out-of-memory
+            // apart: "MemoryError: std::bad_alloc: CUDA error at: …/rmm/mr/device/
+            // cuda_memory_resource.hpp:70: cudaErrorMemoryAllocation out of memory"
+            // (`RMM_CUDA_TRY(cudaMalloc(…), rmm::bad_alloc)`); a title cuts it after the place.
+            "bad_alloc: CUDA error at:",
             "LoadError: Out of GPU memory",
             "OutOfGPUMemoryError",
             // ggml / llama.cpp: "alloc_tensor_range: failed to allocate CUDA0 buffer of size N",
@@ -1377,6 +1390,29 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                the failed rank's worker log (log/workerlog.N) for the first error.",
         priority: MID,
         requires_any: &["LAUNCH"],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // PyTorch's host allocator when the node's RAM (or the job's memory limit) is exhausted:
+        // "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: can't
+        // allocate memory: you tried to allocate 52428800 bytes. Error code 12 (Cannot allocate
+        // memory)"; the Windows build says "not enough memory" (c10/core/impl/alloc_cpu.cpp,
+        // `alloc_cpu`). Host memory, not the GPU's, but it ends the job on the GPU node all the
+        // same, and the fix is the job's.
+        name: "torch_host_allocator_exhausted",
+        literals: &[
+            "DefaultCPUAllocator: can't allocate memory",
+            "DefaultCPUAllocator: not enough memory",
+        ],
+        kind: Kind::Oom,
+        category: "host_oom",
+        blame: Blame::Application,
+        hint: "The job ran out of host RAM, not GPU memory: check the node's free memory and the \
+               job's memory limit (cgroup, Slurm --mem, the pod's limit), and what holds host \
+               memory (DataLoader workers, pinned buffers, a checkpoint or dataset loaded whole).",
+        priority: MID,
+        requires_any: &[],
         refines: &[],
         guard: None,
     },
@@ -2919,6 +2955,8 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     " NaNs was produced in",
     " NaN's was produced in",
     "Error: probability tensor contains either",
+    // NumPy's warning when a cast to integers meets NaN or inf (numeric.rs's `RUNTIME_CHECKS`).
+    "invalid value encountered in cast",
     // A glog value after a spaced `=` (Caffe's solver: "Iteration 100, loss = -nan").
     "= -nan",
     "found NaN in local",

@@ -1858,6 +1858,9 @@ mod tests {
             ("I'm training a model but after pertaining time the avr_loss=nan comes to nan.", Kind::Numeric, "non_finite_loss"),
             ("the log keep telling me that avr_loss is nan,i do not know where i setting wrong", Kind::Numeric, "non_finite_loss"),
             ("My SDXL LoRA training loss always be nan, how can I fix it?", Kind::Numeric, "non_finite_loss"),
+            // The second set: a title's capitals, and an error the writer's run "then" printed.
+            ("[Bug]CUDA OUT OF MEMORY", Kind::Oom, "cuda_oom"),
+            ("when use four, then print an error, \" THCudaCheck FAIL file=mmdet/ops/roi_align/src/roi_align_kernel.cu line=292 error=700 : an illegal memory access was encountered \". But it's ok with two", Kind::CudaError, "illegal_memory_access"),
         ] {
             assert!(d.gate_matches(line.as_bytes()), "{line}");
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
@@ -1872,6 +1875,12 @@ mod tests {
             // Error names as items of a list of topics.
             "本文覆盖 NCCL hang、NCCL error、性能退化等场景",
             "This guide covers NCCL hang, NCCL error, slow bandwidth and more.",
+            // The abbreviation, which people use far more often about handling an error than
+            // to report one, and a counter; and a class of errors to handle.
+            "[QUESTION] CUDA OOM error when finetuning LLAMA2-7b with A100 40G and seq_length 64.",
+            "|            CUDA OOMs: 0            |        cudaMalloc retries: 0         |",
+            "Decrease batch size if CUDA OOM occurs",
+            "The trainer should catch CUDA out of memory errors and print a message",
             // A check that looks for the host allocator's words.
             "        \"DefaultCPUAllocator: can't allocate memory\",  # CPU OOM",
         ] {

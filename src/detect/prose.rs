@@ -75,7 +75,7 @@ pub(super) fn report_cue() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*(?:\s+[a-z]+ly)?\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,4}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|outputs|reports|occurs|occurred|occured|yields|yielded)\b|\b(?:keeps?|kept)\s+(?:on\s+)?(?:showing|getting|throwing|giving|raising|printing|reporting|hitting|crashing|failing|telling|saying|returning|producing|outputting)\b|\b(?:gives|gave)\b(?:\s*$|\s*[^\su]|\s+u(?:$|[^p]|p\w))|\bhappened(?:$|[.,;:!)]|\s+(?:when|while|after|during|again|on|at|in|with|for|today|yesterday|randomly|sometimes|twice))|\bany\s+(?:ideas?|help|suggestions?|advice|hints?)\b|\bplease\s+help\b|\bhelp\s+me\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)|\bbefore\s+(?:getting|hitting|running\s+into|encountering)\b|\band\s+(?:then\s+|now\s+|still\s+|always\s+)?(?:got|get|encountered|encounter|received|receive|ran into|run into|met|meet|saw|see|faced|face|obtained)(?:\s+(?:this|these|the|an?|such|same)\b|\s*[\x22'`\x{201c}])|\b(?:in|on) my\b|\bmy (?:\w+ ){0,2}(?:job|run|training|model|code|script|program|process|setup|node|machine|server|gpu|cluster|case)s?\b",
+        r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*(?:\s+[a-z]+ly)?\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,4}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|outputs|reports|occurs|occurred|occured|yields|yielded)\b|\b(?:keeps?|kept)\s+(?:on\s+)?(?:showing|getting|throwing|giving|raising|printing|reporting|hitting|crashing|failing|telling|saying|returning|producing|outputting)\b|\b(?:gives|gave)\b(?:\s*$|\s*[^\su]|\s+u(?:$|[^p]|p\w))|\bhappened(?:$|[.,;:!)]|\s+(?:when|while|after|during|again|on|at|in|with|for|today|yesterday|randomly|sometimes|twice))|\bthen\s+(?:it\s+)?(?:print|throw|rais|show|giv|output|report)(?:s|es|ed|e)?\s+(?:an?|the|this|that)\s+(?:error|exception)\b|\bany\s+(?:ideas?|help|suggestions?|advice|hints?)\b|\bplease\s+help\b|\bhelp\s+me\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)|\bbefore\s+(?:getting|hitting|running\s+into|encountering)\b|\band\s+(?:then\s+|now\s+|still\s+|always\s+)?(?:got|get|encountered|encounter|received|receive|ran into|run into|met|meet|saw|see|faced|face|obtained)(?:\s+(?:this|these|the|an?|such|same)\b|\s*[\x22'`\x{201c}])|\b(?:in|on) my\b|\bmy (?:\w+ ){0,2}(?:job|run|training|model|code|script|program|process|setup|node|machine|server|gpu|cluster|case)s?\b",
     )
 }
 
@@ -213,6 +213,7 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
         || named_as_avoided(line, hits)
         || quantified_class(line, hits)
         || listed_as_a_topic(line, hits)
+        || (names_a_class(line) && !has_report_cue(line))
         || met_if_you(line, hits)
         || named_as_a_pattern(line, hits)
         || supposed_in_chinese(line, hits)
@@ -919,7 +920,8 @@ fn explained_in_a_paragraph(line: &str, hits: &[Range<usize>]) -> bool {
 }
 
 /// Is an error named as a class of errors that something should handle ("the trainer should
-/// catch CUDA OOM errors and …", "retrying NCCL failures"): the plural after a verb of handling.
+/// catch CUDA OOM errors and …", "retrying NCCL failures"): the plural after a verb of handling,
+/// in a sentence of any length (a paragraph's other signs are not needed for it).
 /// A report says its run "runs into CUDA out of memory errors", which names the class too, so
 /// the plural alone is not enough.
 fn names_a_class(line: &str) -> bool {

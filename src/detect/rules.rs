@@ -1025,6 +1025,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         name: "cuda_oom",
         literals: &[
             "CUDA out of memory",
+            // A title's capitals ("[Bug]CUDA OUT OF MEMORY").
+            "CUDA OUT OF MEMORY",
             "OutOfMemoryError",
             "CUDA error: out of memory",
             "CUDA_ERROR_OUT_OF_MEMORY",

@@ -770,11 +770,13 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     // verb of avoiding comes first ("if you get loss nan", "I never got loss nan").
     // Both searches run once per line (where the first cue and the first such word end).
     let hypothetical_end = std::cell::OnceCell::new();
+    let supposed_before = |at: usize| {
+        hypothetical_end
+            .get_or_init(|| p.message_prose.find(line).map(|c| c.end()))
+            .is_some_and(|e| e <= at)
+    };
     let reported_in_prose = |m: regex::Match| {
-        first_cue_end().is_some_and(|e| e <= m.start())
-            && !hypothetical_end
-                .get_or_init(|| p.message_prose.find(line).map(|c| c.end()))
-                .is_some_and(|e| e <= m.start())
+        first_cue_end().is_some_and(|e| e <= m.start()) && !supposed_before(m.start())
     };
     let sentence = |c: &regex::Captures| {
         c.get(0).is_some_and(|m| match &message {
@@ -818,9 +820,7 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
                 .chars()
                 .next_back()
                 .is_none_or(char::is_whitespace)
-            && !hypothetical_end
-                .get_or_init(|| p.message_prose.find(line).map(|c| c.end()))
-                .is_some_and(|e| e <= k.start())
+            && !supposed_before(k.start())
     };
     // The first loss value, else the first value of any key.
     let mut keyed: Option<regex::Captures> = None;

@@ -910,12 +910,13 @@ fn named_by(spans: &[Range<usize>], hits: &[Range<usize>]) -> bool {
 /// often encounter the CUDA runtime error (59) : device-side assert triggered. This error is
 /// typically caused by …"): at least [`PARAGRAPH_WORDS`] plain words, [`PARAGRAPH_WORDS_BEFORE`] of them
 /// before the first mention, an explaining word and no report cue. Log lines and titles never have
-/// that many plain words.
+/// that many plain words. (A class of errors to handle, [`names_a_class`], is judged before this,
+/// in a sentence of any length.)
 fn explained_in_a_paragraph(line: &str, hits: &[Range<usize>]) -> bool {
     let first = hits.iter().map(|h| h.start).min().unwrap_or(0);
     words(line) >= PARAGRAPH_WORDS
         && line.get(..first).map_or(0, words) >= PARAGRAPH_WORDS_BEFORE
-        && (explanation().is_match(line) || names_a_class(line))
+        && explanation().is_match(line)
         && !report_cue().is_match(line)
 }
 

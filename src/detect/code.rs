@@ -43,12 +43,12 @@ fn statement_start() -> &'static Regex {
 /// `catch (…)`), a test of an exception's class (`isinstance(e, torch.cuda.OutOfMemoryError)`,
 /// `pytest.raises(…)`), a preprocessor macro (`#define CUDA_CHECK(x) … cudaGetErrorString(e)`)
 /// or a C-family line comment (`// CudaError - a Go version of the CUDA error state`): no
-/// program prints its output behind `//`.
+/// program prints its output behind `//`. A unified diff's `+` or `-` may open the line.
 fn handler_clause() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"^(?:>>>\s|\.\.\.\s)?\s*(?:except\b[^#]*:\s*(?:#.*|pass\s*)?$|(?:\}\s*)?catch\s*\(|#\s*define\s+\w|//)|\b(?:isinstance|issubclass|pytest\.raises|assertRaises\w*)\s*\(",
+        r"^(?:>>>\s|\.\.\.\s|[-+])?\s*(?:except\b[^#]*:\s*(?:#.*|pass\s*)?$|(?:\}\s*)?catch\s*\(|#\s*define\s+\w|//)|\b(?:isinstance|issubclass|pytest\.raises|assertRaises\w*)\s*\(",
     )
 }
 

@@ -1116,7 +1116,7 @@ mod tests {
             ("RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/generic/THCStorage.cu:58", Kind::Oom, "cuda_oom"),
             ("RuntimeError: cuda runtime error (77) : an illegal memory access was encountered at /pytorch/aten/src/THC/THCCachingHostAllocator.cpp:265", Kind::CudaError, "illegal_memory_access"),
             ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingHostAllocator.cpp line=265 error=59 : device-side assert triggered", Kind::DeviceAssert, "unknown"),
-            ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=8 : invalid device function", Kind::CudaError, "no_kernel_image"),
+            ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=8 : invalid device function", Kind::CudaError, "invalid_device_function"),
         ] {
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
         }
@@ -1242,7 +1242,7 @@ mod tests {
             ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. Used 21.90G of 7.48G hbm. Exceeded hbm capacity by 14.42G.", Kind::Oom, "cuda_oom"),
             ("`jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 15.65G. That was not possible. There are 11.08G free.; (0x0x0_HBM0)`", Kind::Oom, "cuda_oom"),
             // HANDLE_ERROR-style checks print the runtime's message alone (RELION).
-            ("KERNEL_ERROR: invalid device function in /sw/relion/2.0beta-git/src/gpu_utils/cuda_ml_optimiser.cu at line 273 (error-code 8)", Kind::CudaError, "no_kernel_image"),
+            ("KERNEL_ERROR: invalid device function in /sw/relion/2.0beta-git/src/gpu_utils/cuda_ml_optimiser.cu at line 273 (error-code 8)", Kind::CudaError, "invalid_device_function"),
             // tensorboardX's check on a logged value.
             ("WARNING:root:NaN or Inf found in input tensor.", Kind::Numeric, "non_finite_loss"),
             ("[rank0]:[E ProcessGroupNCCL.cpp:1414] [PG 0 (default_pg) Rank 0] Process group watchdog thread terminated with exception: NCCL error: remote process exited or there was a network error, NCCL version 2.20.5", Kind::NcclError, "nccl_remote_error"),
@@ -1349,9 +1349,9 @@ mod tests {
             ("E tensorflow/stream_executor/rocm/rocm_driver.cc:600] failed to allocate 890.06M (933298432 bytes) from device: HIP_ERROR_OutOfMemory", Kind::Oom, "cuda_oom"),
             ("mnist.py: failed to allocate 8.00G from device: hipError_t(1002)", Kind::Oom, "cuda_oom"),
             // PyTorch's hipified checks and HIP's names.
-            ("RuntimeError: HIP error: invalid device function", Kind::CudaError, "no_kernel_image"),
+            ("RuntimeError: HIP error: invalid device function", Kind::CudaError, "invalid_device_function"),
             ("RuntimeError: HIP error: out of memory", Kind::Oom, "cuda_oom"),
-            ("terminate called after throwing an instance of 'std::runtime_error' what(): hipErrorInvalidDeviceFunction", Kind::CudaError, "no_kernel_image"),
+            ("terminate called after throwing an instance of 'std::runtime_error' what(): hipErrorInvalidDeviceFunction", Kind::CudaError, "invalid_device_function"),
             ("hipMalloc failed: hipErrorOutOfMemory", Kind::Oom, "cuda_oom"),
             // CUDA.jl's exception in device code, older and newer wording.
             ("ERROR: a exception was thrown during kernel execution.", Kind::DeviceAssert, "kernel_exception"),
@@ -1677,7 +1677,7 @@ mod tests {
             ("[omni.physx.plugin] PhysX error: PhysX Internal CUDA error. Simulation cannot continue! Error code 700!", Kind::CudaError, "illegal_memory_access"),
             ("[Error] [omni.physx.plugin] Cuda context manager error, simulation will be stopped and new cuda context manager will be created.", Kind::CudaError, "unknown"),
             ("2022-05-30 17:05:03,971 Could not predict test_b38f0. Not Enough GPU memory? INTERNAL: CustomCall failed: jaxlib/cuda_prng_kernels.cc:30: operation cudaGetLastError() failed: the provided PTX was compiled with an unsupported toolchain.", Kind::CudaError, "unsupported_ptx_version"),
-            ("spconv/indice.cu 60 cuda execution failed with error 98", Kind::CudaError, "no_kernel_image"),
+            ("spconv/indice.cu 60 cuda execution failed with error 98", Kind::CudaError, "invalid_device_function"),
             ("RuntimeError indice_cuda.cu 124 cuda execution failed with error 2", Kind::Oom, "cuda_oom"),
             ("RuntimeError: [1] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Timeout waiting for key: default_pg/0/0 after 1800000 ms", Kind::NcclError, "c10d_store_get_timeout"),
             // HAMi-core, the CUDA samples' check, the NVIDIA container runtime.
@@ -1888,6 +1888,42 @@ mod tests {
         }
     }
 
+    /// Round twenty-eight: a backend a build lacks, TensorFlow's check of the loss quoted after a
+    /// title's words, the runtime's failed function named by its own words, PyTorch's short
+    /// "CUDA unknown error", TensorFlow's host allocator, and what stays quiet: diff lines of an
+    /// exception clause, articles that say what kind of error one is, a check that looks for one.
+    #[test]
+    fn round_twenty_eight_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("UserError: User program failed with RuntimeError: NCCL is not available. Please confirm that NCCL is enabled in CuPy.", Kind::NcclError, "nccl_backend_unavailable"),
+            ("Multi GPU training fails with more than 2 A100 GPUs (RuntimeError: Model diverged with loss = NaN.)", Kind::Numeric, "non_finite_loss"),
+            ("RuntimeError: CUDA error: invalid device function", Kind::CudaError, "invalid_device_function"),
+            ("RuntimeError: HIP error: invalid device function", Kind::CudaError, "invalid_device_function"),
+            ("Paperspace error - RuntimeError: CUDA unknown error", Kind::CudaError, "unknown_error"),
+            ("RuntimeError: CUDA unknown error - this may be due to an incorrectly set up environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program start.", Kind::CudaError, "unknown_error"),
+            ("2020-11-28 09:40:14.792808: W tensorflow/core/framework/op_kernel.cc:1763] OP_REQUIRES failed at cast_op.cc:109 : Resource exhausted: OOM when allocating tensor with shape[1,559,512,3] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu", Kind::Oom, "host_oom"),
+            ("ResourceExhaustedError: OOM when allocating tensor with shape[256,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc", Kind::Oom, "cuda_oom"),
+            // A report that calls its error by a well-known adjective keeps it a report.
+            ("Getting the dreaded \"CUDA out of memory\" error when training", Kind::Oom, "cuda_oom"),
+            ("CUDA out of memory is one of the errors I get when training.", Kind::Oom, "cuda_oom"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // A unified diff of an exception clause, with a comment on the line.
+            "+                except torch.cuda.OutOfMemoryError:  # pragma: no cover - GPU OOM retry path",
+            // Articles that say what kind of error one is.
+            "torch.cuda.OutOfMemoryError: CUDA out of memory is one of those errors that lies to you. You'll see it fire while nvidia-smi still reports free memory.",
+            "The frustrating \"CUDA out of memory\" error has become a rite of passage for deep learning engineers worldwide. This common bottleneck occurs when GPU memory allocation exceeds available capacity.",
+            // What a check looks for.
+            "Instead of only checking for NCCL error based on the timeout, this also send a regular heartbeat through separate NCCL channels.",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+    }
+
     /// Round nineteen: older runtimes' numbered messages, the libraries' failed allocations, RMM's
     /// pool and warp-ctc, and reference lists of the enums that name an error without reporting
     /// one.
@@ -1982,7 +2018,7 @@ mod tests {
             ("Error: CUDA error 700 at ggml-cuda.cu:1234", Kind::CudaError, "illegal_memory_access"),
             ("Exception: Error uploading array stepSize: CUDA error (700)", Kind::CudaError, "illegal_memory_access"),
             // thrust's exception and the SDK era's checking macros.
-            ("thrust::system::system_error: after cub_::DeviceRadixSort::SortPairs(1): invalid device function", Kind::CudaError, "no_kernel_image"),
+            ("thrust::system::system_error: after cub_::DeviceRadixSort::SortPairs(1): invalid device function", Kind::CudaError, "invalid_device_function"),
             ("terminate called after throwing an instance of 'thrust::system::system_error'", Kind::CudaError, "unknown"),
             ("Cuda error: invalid argument in file 'foo.cu' in line 33", Kind::CudaError, "invalid_value"),
             // Two records on one line: the first record's error.

@@ -109,6 +109,9 @@ const VALUE_THEN_KEY: &str =
 const KEY_TAIL: &str = r"(?:/[A-Za-z0-9_]{1,24})?(?-i:(?:[ ][A-Z][a-z]{1,11}){0,2})";
 /// The non-finite token and what may follow a value (so `nan_count`, `info` or `inf.5` never
 /// count; a zero fraction as a template with `{:.1f}`-style text prints it, `loss=nan.0`; a full
+/// PaddleOCR's metric logger pads a value with `x` to six characters (`'{}: {:x<6f}'` in
+/// ppocr/utils/stats.py, `SmoothedValue.log`), which no finite value needs: `loss: nanxxx`,
+/// `-infxx`. A full
 /// stop or a colon only before a space or the end, as a progress bar's description ends in one,
 /// `Valid Epoch: 16 Loss: nan: 100%|…`; Markdown's closing `**`; a Han character,
 /// since Chinese runs its words together: `grad_norm为Nan的情况`, and Korean's and Japanese
@@ -116,7 +119,7 @@ const KEY_TAIL: &str = r"(?:/[A-Za-z0-9_]{1,24})?(?-i:(?:[ ][A-Z][a-z]{1,11}){0,
 /// the bare, verbal and group forms it is matched case-sensitively, in the spellings runtimes
 /// print: Python, numpy and PyTorch `nan`/`inf` (C's `%f` too, `%F` gives `NAN`/`INF`), and the
 /// JVM's `Double.toString` and JavaScript's `NaN`/`Infinity` (Scala/Java trainers, JS loggers).
-const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:\.0+)?(?:$|[\s,;|}\])'"`*，；。\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]|[.:](?:\s|$))"#;
+const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:\.0+|x{2,3})?(?:$|[\s,;|}\])'"`*，；。\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]|[.:](?:\s|$))"#;
 
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
@@ -224,8 +227,11 @@ fn patterns() -> &'static Patterns {
         // Writers spell the value as they please here (`Nan`), and emphasis may wrap the rest of
         // the sentence ("the loss is **always NaN**").
         // A gradient ("the gradient becomes NaN after 150 steps") is a gradient norm's family.
+        // Several keys may share the verb ("the policy_loss, policy_entropy and approxkl all
+        // become nan"; the first names the family), and a value may "equal" the token ("after a
+        // while loss equals \"nan\"").
         changed_state: Regex::new(&format!(
-            r#"(?i){}\s+(?:[*_]{{1,2}})?(?:(?:always|still|suddenly|then|quickly|soon|eventually|sometimes|just|directly|immediately|constantly|consistently|continuously|also)\s+)?(?:became|becomes?|becoming|ha(?:s|ve)\s+become|(?:always|still|constantly)\s+be|show(?:s|ed|ing)?|turn(?:s|ed)?\s+(?:in)?to|goes\s+to|went\s+to|keeps?\s+being|kept\s+being|stay(?:s|ed)?|remain(?:s|ed)?|(?:is|was|are|were)\s+[*_]{{0,2}}(?:always|still|constantly|consistently)|change[sd]?\s+to|jump(?:s|ed)?\s+to|explode[sd]?\s+to|(?:rise[sn]?|rose)\s+to|drop(?:s|ped)?\s+to|approach(?:es|ed)?|reach(?:es|ed)?)\s+(?:(?:to|into|be)\s+)?[*_'"`]{{0,2}}{TOKEN}"#,
+            r#"(?i){}(?:\s*,\s*[A-Za-z0-9_.]{{1,30}}|\s+and\s+[A-Za-z0-9_.]{{1,30}}){{0,4}}(?:\s+(?:all|both))?\s+(?:[*_]{{1,2}})?(?:(?:always|still|suddenly|then|quickly|soon|eventually|sometimes|just|directly|immediately|constantly|consistently|continuously|also)\s+)?(?:became|becomes?|becoming|equal(?:s|ed|led)?(?:\s+to)?|ha(?:s|ve)\s+become|(?:always|still|constantly)\s+be|show(?:s|ed|ing)?|turn(?:s|ed)?\s+(?:in)?to|goes\s+to|went\s+to|keeps?\s+being|kept\s+being|stay(?:s|ed)?|remain(?:s|ed)?|(?:is|was|are|were)\s+[*_]{{0,2}}(?:always|still|constantly|consistently)|change[sd]?\s+to|jump(?:s|ed)?\s+to|explode[sd]?\s+to|(?:rise[sn]?|rose)\s+to|drop(?:s|ped)?\s+to|approach(?:es|ed)?|reach(?:es|ed)?)\s+(?:(?:to|into|be)\s+)?[*_'"`]{{0,2}}{TOKEN}"#,
             KEY.replacen("(?P<key>", r"(?P<key>(?-u:\b)gradients?(?-u:\b)|", 1)
         ))
         .expect("static regex"),
@@ -304,6 +310,14 @@ const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
         GRAD_HINT,
     ),
     ("NanLossDuringTrainingError", "non_finite_loss", LOSS_HINT),
+    // TensorFlow's `NanTensorHook` (tensorflow/python/training/basic_session_run_hooks.py) logs
+    // "Model diverged with loss = NaN." before it raises, and OpenNMT-tf raises a RuntimeError
+    // with the same words; a title may quote it in parentheses after its own words.
+    (
+        "Model diverged with loss = NaN",
+        "non_finite_loss",
+        LOSS_HINT,
+    ),
     // A trainer's `math.isfinite(loss)` check in words: 3DETR's "Loss in not finite. Training
     // will be stopped." (main.py / engine.py, typo included, copied by the projects built on
     // it) and the plain "Loss is not finite".
@@ -449,13 +463,15 @@ const NAN_TENSOR_HINT: &str = "A tensor printed in the log is NaN throughout (a 
 /// that a documentation example of a small NaN tensor (`tensor([nan, nan, nan])`) is no event;
 /// or the summary PyTorch prints of a tensor of more than a thousand elements, three at each end
 /// of a row around `...` (`torch.set_printoptions`' `threshold` and `edgeitems`), all NaN:
-/// "std = tensor([[nan, nan, nan,  ..., nan, nan, nan],".
+/// "std = tensor([[nan, nan, nan,  ..., nan, nan, nan],". A tensor of two or more dimensions
+/// (`tensor([[[nan, nan, …`) with eight or more in its first row is a model's output printed
+/// whole, its last dimension narrower than a row: examples print small vectors.
 fn nan_tensor(line: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     line.contains("tensor([")
         && super::prose::cached(
             &R,
-            r"\btensor\(\[+\s*(?:(?:nan,\s*){11,}nan\b|(?:nan,\s*){3}\.\.\.,\s*(?:nan,\s*){2}nan\b)",
+            r"\btensor\(\[+\s*(?:(?:nan,\s*){11,}nan\b|(?:nan,\s*){3}\.\.\.,\s*(?:nan,\s*){2}nan\b)|\btensor\(\[\[+\s*(?:nan,\s*){7,}nan\b",
         )
         .is_match(line)
 }
@@ -891,10 +907,15 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
 /// `text` without the conditions the writer puts on their own run ("when I set
 /// `distance_influence` to none, the loss becomes NaN", "if I use it for clusters of different
 /// sizes, the losses become nan"): what they did, and a report of what followed, not a
-/// supposition.
+/// supposition. "When" or "while" before a verb's -ing form tells what the run was doing ("When
+/// trying to teach mGPT through a notebook, after a while loss equals \"nan\"").
 fn own_conditions(text: &str) -> std::borrow::Cow<'_, str> {
     static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    super::prose::cached(&R, r"(?i)\b(?:when|whenever|if|once)\s+(?:i|we)\b").replace_all(text, " ")
+    super::prose::cached(
+        &R,
+        r"(?i)\b(?:(?:when|whenever|if|once)\s+(?:i|we)|(?:when|while)\s+[a-z]{2,20}ing)\b",
+    )
+    .replace_all(text, " ")
 }
 
 /// The runs of `key=value` pairs on `line`, the way a trainer prints its metrics (k2/icefall's
@@ -985,6 +1006,31 @@ mod tests {
         match parse(line, 1.0) {
             Some(Evidence::Headline { category, .. }) => Some(category.into_owned()),
             _ => None,
+        }
+    }
+
+    #[test]
+    fn round_twenty_eight_padded_values_key_lists_and_nested_tensors() {
+        for (line, want) in [
+            // PaddleOCR's `{:x<6f}` padding.
+            ("[2023/10/06 13:26:28] ppocr INFO: epoch: [1/500], global_step: 360, lr: 0.000093, acc: 0.000000, CTCLoss: nanxxx, SARLoss: nanxxx, loss: nanxxx, avg_reader_cost: 0.00016 s", "non_finite_loss"),
+            ("[2021/06/03 00:17:35] root INFO: epoch: [1/600], iter: 10, lr: 0.000100, loss: -infxx, score_loss: 0.989663", "inf_loss"),
+            // Several keys sharing the verb, a value that "equals" the token, and the run's own
+            // activity before it.
+            ("however after some epoches, the policy_loss, policy_entropy and approxkl all become nan.", "non_finite_loss"),
+            ("When trying to teach mGPT through a notebook, after a while loss equals \"nan\".", "non_finite_loss"),
+            // A model's output printed whole, narrower than a row.
+            ("tensor([[[nan, nan, nan, nan, nan, nan, nan, nan, nan, nan],", "non_finite_value"),
+        ] {
+            assert_eq!(cat(line).as_deref(), Some(want), "{line}");
+        }
+        for line in [
+            "When training with fp16, the loss may become nan.",
+            "If the loss equals nan, stop.",
+            "loss: 0.412xxx",
+            ">>> torch.tensor([[nan, nan, nan]])",
+        ] {
+            assert_eq!(cat(line), None, "{line}");
         }
     }
 

@@ -828,7 +828,49 @@ fn named_as_a_common_error(line: &str, hits: &[Range<usize>]) -> bool {
         &PERSON,
         r"(?i)\b(?:i|i'm|i've|we|we're|we've|my|our|me|us)\b|\bany\s+(?:ideas?|help|suggestions?)\b|\bplease\s+help\b",
     );
-    common && !person.is_match(line) && !cjk_report_cue(line)
+    if common && !person.is_match(line) && !cjk_report_cue(line) {
+        return true;
+    }
+    // The sentence that names the error ends at the first sentence end after it.
+    let end = after
+        .char_indices()
+        .find(|&(i, c)| {
+            matches!(c, '.' | '!' | '?') && after[i + 1..].starts_with(char::is_whitespace)
+        })
+        .map_or(after.len(), |(i, _)| i);
+    let whole = format!("{sentence} {}", &after[..end]);
+    // An article's topic, named with the adjectives that writers put on a well-known error: "The
+    // frustrating \"CUDA out of memory\" error has become a rite of passage …", "the dreaded
+    // NCCL timeout", as the subject that opens the sentence. A report that calls its own error
+    // that puts it after its own words ("Getting the dreaded …", "I hit the infamous …") or shows
+    // a report cue or a person in that sentence; an article's next sentence may say when the
+    // error "occurs", a report cue elsewhere.
+    static EVALUATED: OnceLock<Regex> = OnceLock::new();
+    if cached(
+        &EVALUATED,
+        r#"(?i)^[\s*#>_-]*(?:the|this|that|an?)\s+(?:(?:infamous|dreaded|notorious|frustrating|annoying|classic|familiar|feared|inevitable|ubiquitous|all-too-common|ever-present)\s+)+[`'"\x{201c}\x{2018}]?$"#,
+    )
+    .is_match(sentence)
+        && !person.is_match(line)
+        && !has_report_cue(&whole)
+        && !cjk_report_cue(line)
+    {
+        return true;
+    }
+    // The error first and what kind of error it is after it: "torch.cuda.OutOfMemoryError: CUDA
+    // out of memory is one of those errors that lies to you", "… is a common error when …". A
+    // report says what its run did, not what kind of error it met, so only a person or a plea in
+    // that sentence counts against it (an article quotes its readers elsewhere: "your first
+    // instinct — \"I just need a bigger GPU\" — is often wrong").
+    static KIND: OnceLock<Regex> = OnceLock::new();
+    let kind = cached(
+        &KIND,
+        r"(?i)^[`'\x22\x{201d}\x{2019}*]{0,3}\s+(?:errors?\s+|exceptions?\s+)?(?:is|are)\s+(?:one\s+of\s+(?:the|those|these)\s+(?:most\s+)?(?:[\w-]+\s+){0,2}?|(?:a|an)\s+(?:very\s+|really\s+)?(?:common|typical|frequent|notorious|classic|well-known|familiar|dreaded|frustrating|confusing|misleading)\s+(?:[\w-]+\s+){0,2}?)(?:errors?|exceptions?|issues?|problems?|failures?|messages?)\b",
+    );
+    kind.is_match(after)
+        && !person.is_match(sentence)
+        && !person.is_match(&after[..end])
+        && !cjk_report_cue(line)
 }
 
 /// Han, kana and hangul characters in `text`.
@@ -922,14 +964,16 @@ fn explained_in_a_paragraph(line: &str, hits: &[Range<usize>]) -> bool {
 
 /// Is an error named as a class of errors that something should handle ("the trainer should
 /// catch CUDA OOM errors and …", "retrying NCCL failures"): the plural after a verb of handling,
-/// in a sentence of any length (a paragraph's other signs are not needed for it).
+/// in a sentence of any length (a paragraph's other signs are not needed for it); also what a
+/// check looks for, singular too ("Instead of only checking for NCCL error based on the timeout,
+/// …").
 /// A report says its run "runs into CUDA out of memory errors", which names the class too, so
 /// the plural alone is not enough.
 fn names_a_class(line: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"(?i)\b(?:catch|catching|handle|handling|detect|detecting|surface|surfacing|retry|retrying|recover from|recovering from)\s+(?:\w+\s+){0,2}?(?:OOM|out[- ]of[- ]memory|CUDA|NCCL|cuDNN|cuBLAS|NaN|device[- ]side assert(?:ion)?)\s+(?:\w+\s+)?(?:errors|exceptions|failures)\b",
+        r"(?i)\b(?:(?:catch|catching|handle|handling|detect|detecting|surface|surfacing|retry|retrying|recover from|recovering from)\s+(?:\w+\s+){0,2}?(?:OOM|out[- ]of[- ]memory|CUDA|NCCL|cuDNN|cuBLAS|NaN|device[- ]side assert(?:ion)?)\s+(?:\w+\s+)?(?:errors|exceptions|failures)|check(?:s|ed|ing)?\s+for\s+(?:an?\s+|the\s+)?(?:OOM|out[- ]of[- ]memory|CUDA|NCCL|cuDNN|cuBLAS|NaN|device[- ]side assert(?:ion)?)\s+(?:\w+\s+)?(?:errors?|exceptions?|failures?))\b",
     )
     .is_match(line)
 }

@@ -527,17 +527,21 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     },
     HeadlineRule {
         // `cudaErrorInvalidDeviceFunction` (98) / `hipErrorInvalidDeviceFunction`: the launched
-        // function has no code for this device, the same cause and remedy as a missing kernel
-        // image (CUDA Runtime API, enum `cudaError`; the catalog maps both names here). Its
-        // message alone, as `HANDLE_ERROR`-style checks print it: "KERNEL_ERROR: invalid device
-        // function in …/cuda_ml_optimiser.cu at line 273 (error-code 8)". The words alone are
-        // any device layer's, so the line must name CUDA, HIP or a CUDA source.
+        // function has no code for this device (CUDA Runtime API, enum `cudaError`; the catalog
+        // maps both names here). Mostly the same cause and remedy as a missing kernel image, but
+        // reports name it by its own words, so it is its own family. Its message alone, as
+        // `HANDLE_ERROR`-style checks print it: "KERNEL_ERROR: invalid device function in
+        // …/cuda_ml_optimiser.cu at line 273 (error-code 8)". The words alone are any device
+        // layer's, so the line must name CUDA, HIP or a CUDA source.
         name: "cuda_invalid_device_function",
         literals: &["invalid device function"],
         kind: Kind::CudaError,
-        category: "no_kernel_image",
+        category: "invalid_device_function",
         blame: Blame::Application,
-        hint: NO_KERNEL_IMAGE_HINT,
+        hint: "The launched kernel has no code for this GPU: the binary or extension was built \
+               for other architectures (install a build that includes this compute capability, \
+               TORCH_CUDA_ARCH_LIST for extensions) or a ROCm build runs on a GPU it does not \
+               target (HSA_OVERRIDE_GFX_VERSION only where the ISA matches).",
         priority: HIGH,
         requires_any: &["CUDA", "cuda", "Cuda", "HIP", "hip", ".cu", "error-code"],
         refines: &[],
@@ -1419,6 +1423,26 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         guard: None,
     },
     HeadlineRule {
+        // TensorFlow's allocation failure on the host: "OOM when allocating tensor with
+        // shape[1,416,416,3] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by
+        // allocator cpu" (tensorflow/core/framework/op_kernel.cc, the allocator named last: its
+        // GPU's is `GPU_0_bfc`). The same words as the GPU's OOM, but host RAM ran out; it ranks
+        // above the `cuda_oom` row that the words also open.
+        name: "tf_host_allocator_exhausted",
+        literals: &["by allocator cpu"],
+        kind: Kind::Oom,
+        category: "host_oom",
+        blame: Blame::Application,
+        hint: "TensorFlow ran out of host RAM (the CPU allocator), not GPU memory: check the \
+               node's free memory and the job's memory limit (cgroup, Slurm --mem, the pod's \
+               limit), and what the input pipeline holds in memory (shuffle and prefetch \
+               buffers, a dataset cached whole).",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
         // RAPIDS Memory Manager's pool and arena resources when they may not grow (cuDF, cuML,
         // cuGraph, XGBoost and Dask-CUDA allocate through it): "std::bad_alloc: RMM failure
         // at:…/pool_memory_resource.hpp:182: Maximum pool size exceeded" (rmm/mr/device/
@@ -1579,6 +1603,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                 "No CUDA GPUs are available",
                 "CUDA driver initialization failed",
                 "CUDA unknown error - this may be due to",
+                "rror: CUDA unknown error",
                 // ManagedCuda, the .NET binding of the driver API: "ManagedCuda.CudaException:
                 // ErrorOutOfMemory: <the reference's description>" (its `CUResult` names are the
                 // driver API's in CamelCase; `cuda_catalog` derives them).
@@ -2130,13 +2155,20 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // package doesn't have NCCL built in" (torch/distributed/distributed_c10d.py; the Windows
         // and macOS wheels and CPU builds have no NCCL). The job stops in init_process_group.
         name: "nccl_backend_unavailable",
-        literals: &["rror: Distributed package doesn't have NCCL built in"],
+        // Programs built on CuPy check `cupy.cuda.nccl.available` and stop the same way when
+        // their CuPy has none: "RuntimeError: NCCL is not available. Please confirm that NCCL
+        // is enabled in CuPy." (seen under Azure ML as "UserError: User program failed with
+        // RuntimeError: …").
+        literals: &[
+            "rror: Distributed package doesn't have NCCL built in",
+            "rror: NCCL is not available",
+        ],
         kind: Kind::NcclError,
         category: "nccl_backend_unavailable",
         blame: Blame::Application,
-        hint: "This PyTorch build has no NCCL (Windows and macOS wheels, CPU builds): use the \
-               gloo backend there (init_process_group(backend=\"gloo\")), or a Linux CUDA build \
-               for NCCL.",
+        hint: "This build has no NCCL (PyTorch's Windows and macOS wheels and CPU builds, a \
+               CuPy without its NCCL module): use the gloo backend there \
+               (init_process_group(backend=\"gloo\")), or a Linux CUDA build with NCCL.",
         priority: HIGH,
         requires_any: &[],
         refines: &[],
@@ -2957,6 +2989,7 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     " NaNs was produced in",
     " NaN's was produced in",
     "Error: probability tensor contains either",
+    "Model diverged with loss = NaN",
     // NumPy's warning when a cast to integers meets NaN or inf (numeric.rs's `RUNTIME_CHECKS`).
     "invalid value encountered in cast",
     // A glog value after a spaced `=` (Caffe's solver: "Iteration 100, loss = -nan").

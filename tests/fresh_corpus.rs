@@ -1,5 +1,6 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh38/` (round twenty-seven, which collected two), all spent and kept for regressions.
+//! through `tests/fresh41/` (round twenty-eight, which collected two and read round twenty-seven's
+//! third), all spent and kept for regressions.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
 //! generalises. This test therefore asserts nothing about accuracy: it checks that the set parses
@@ -689,4 +690,19 @@ fn fresh37_set_scores() {
 #[test]
 fn fresh38_set_scores() {
     score("fresh38");
+}
+
+#[test]
+fn fresh39_set_scores() {
+    score("fresh39");
+}
+
+#[test]
+fn fresh40_set_scores() {
+    score("fresh40");
+}
+
+#[test]
+fn fresh41_set_scores() {
+    score("fresh41");
 }

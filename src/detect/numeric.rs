@@ -108,11 +108,10 @@ const VALUE_THEN_KEY: &str =
 /// (HiFi-GAN's `Gen Loss Total :  nan`).
 const KEY_TAIL: &str = r"(?:/[A-Za-z0-9_]{1,24})?(?-i:(?:[ ][A-Z][a-z]{1,11}){0,2})";
 /// The non-finite token and what may follow a value (so `nan_count`, `info` or `inf.5` never
-/// count; a zero fraction as a template with `{:.1f}`-style text prints it, `loss=nan.0`; a full
-/// PaddleOCR's metric logger pads a value with `x` to six characters (`'{}: {:x<6f}'` in
-/// ppocr/utils/stats.py, `SmoothedValue.log`), which no finite value needs: `loss: nanxxx`,
-/// `-infxx`. A full
-/// stop or a colon only before a space or the end, as a progress bar's description ends in one,
+/// count; a zero fraction as a template with `{:.1f}`-style text prints it, `loss=nan.0`;
+/// PaddleOCR's metric logger's padding with `x` to six characters, `'{}: {:x<6f}'` in
+/// ppocr/utils/stats.py (`SmoothedValue.log`), which no finite value needs: `loss: nanxxx`,
+/// `-infxx`; a full stop or a colon only before a space or the end, as a progress bar's description ends in one,
 /// `Valid Epoch: 16 Loss: nan: 100%|…`; Markdown's closing `**`; a Han character,
 /// since Chinese runs its words together: `grad_norm为Nan的情况`, and Korean's and Japanese
 /// particles, which attach to the word: `loss = nan이 뜨다가`, `lossがnanになる`). In

@@ -793,9 +793,7 @@ fn named_as_a_common_error(line: &str, hits: &[Range<usize>]) -> bool {
         .char_indices()
         .rev()
         .find(|&(i, c)| {
-            matches!(c, '\u{3002}' | '\u{ff01}' | '\u{ff1f}')
-                || (matches!(c, '.' | '!' | '?')
-                    && before[i + 1..].starts_with(char::is_whitespace))
+            matches!(c, '\u{3002}' | '\u{ff01}' | '\u{ff1f}') || full_stop_at(before, i, c)
         })
         .and_then(|(i, c)| before.get(i + c.len_utf8()..))
         .unwrap_or(before);
@@ -831,14 +829,11 @@ fn named_as_a_common_error(line: &str, hits: &[Range<usize>]) -> bool {
     if common && !person.is_match(line) && !cjk_report_cue(line) {
         return true;
     }
-    // The sentence that names the error ends at the first sentence end after it.
+    // The sentence that names the error ends at the first full stop after it.
     let end = after
         .char_indices()
-        .find(|&(i, c)| {
-            matches!(c, '.' | '!' | '?') && after[i + 1..].starts_with(char::is_whitespace)
-        })
+        .find(|&(i, c)| full_stop_at(after, i, c))
         .map_or(after.len(), |(i, _)| i);
-    let whole = format!("{sentence} {}", &after[..end]);
     // An article's topic, named with the adjectives that writers put on a well-known error: "The
     // frustrating \"CUDA out of memory\" error has become a rite of passage …", "the dreaded
     // NCCL timeout", as the subject that opens the sentence. A report that calls its own error
@@ -852,7 +847,7 @@ fn named_as_a_common_error(line: &str, hits: &[Range<usize>]) -> bool {
     )
     .is_match(sentence)
         && !person.is_match(line)
-        && !has_report_cue(&whole)
+        && !has_report_cue(&format!("{sentence} {}", &after[..end]))
         && !cjk_report_cue(line)
     {
         return true;
@@ -871,6 +866,12 @@ fn named_as_a_common_error(line: &str, hits: &[Range<usize>]) -> bool {
         && !person.is_match(sentence)
         && !person.is_match(&after[..end])
         && !cjk_report_cue(line)
+}
+
+/// Does the `.`, `!` or `?` at byte `i` of `text` end a sentence: a space follows it (a full stop
+/// inside `torch.OutOfMemoryError` ends none)?
+fn full_stop_at(text: &str, i: usize, c: char) -> bool {
+    matches!(c, '.' | '!' | '?') && text[i + 1..].starts_with(char::is_whitespace)
 }
 
 /// Han, kana and hangul characters in `text`.
@@ -970,11 +971,16 @@ fn explained_in_a_paragraph(line: &str, hits: &[Range<usize>]) -> bool {
 /// A report says its run "runs into CUDA out of memory errors", which names the class too, so
 /// the plural alone is not enough.
 fn names_a_class(line: &str) -> bool {
+    /// The names a class of errors goes by.
+    const CLASS: &str =
+        r"(?:OOM|out[- ]of[- ]memory|CUDA|NCCL|cuDNN|cuBLAS|NaN|device[- ]side assert(?:ion)?)";
     static R: OnceLock<Regex> = OnceLock::new();
-    cached(
-        &R,
-        r"(?i)\b(?:(?:catch|catching|handle|handling|detect|detecting|surface|surfacing|retry|retrying|recover from|recovering from)\s+(?:\w+\s+){0,2}?(?:OOM|out[- ]of[- ]memory|CUDA|NCCL|cuDNN|cuBLAS|NaN|device[- ]side assert(?:ion)?)\s+(?:\w+\s+)?(?:errors|exceptions|failures)|check(?:s|ed|ing)?\s+for\s+(?:an?\s+|the\s+)?(?:OOM|out[- ]of[- ]memory|CUDA|NCCL|cuDNN|cuBLAS|NaN|device[- ]side assert(?:ion)?)\s+(?:\w+\s+)?(?:errors?|exceptions?|failures?))\b",
-    )
+    R.get_or_init(|| {
+        Regex::new(&format!(
+            r"(?i)\b(?:(?:catch|catching|handle|handling|detect|detecting|surface|surfacing|retry|retrying|recover from|recovering from)\s+(?:\w+\s+){{0,2}}?{CLASS}\s+(?:\w+\s+)?(?:errors|exceptions|failures)|check(?:s|ed|ing)?\s+for\s+(?:an?\s+|the\s+)?{CLASS}\s+(?:\w+\s+)?(?:errors?|exceptions?|failures?))\b"
+        ))
+        .expect("static regex")
+    })
     .is_match(line)
 }
 

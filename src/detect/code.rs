@@ -66,12 +66,14 @@ fn assignment_start() -> &'static Regex {
 }
 
 /// Just before a literal that is compared, searched for or matched: `== "`, `!= '`, `in (`,
-/// `.startswith("`, `re.compile(r"`, `grep -E "`, `strstr(msg, "`.
+/// `.startswith("`, `re.compile(r"`, `grep -E "`, `strstr(msg, "`, and GoogleTest's string
+/// matchers (`HasSubstr("CUDA device-side assertion failures were found …")` in PyTorch's own
+/// tests).
 fn compared_before() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r#"(?:(?:==|!=|===|!==)\s*|\b(?:startswith|endswith|contains|includes|find|rfind|index|count|search|match|fullmatch|findall|finditer|compile|sub|split|strstr|strcmp|strncmp|test|Regex::new|is_match)\s*\(\s*(?:\w+\s*,\s*)?[rRbBfFuU]{0,2}|\bgrep(?:\s+-\w+)*\s+)$"#,
+        r#"(?:(?:==|!=|===|!==)\s*|\b(?:startswith|endswith|contains|includes|find|rfind|index|count|search|match|fullmatch|findall|finditer|compile|sub|split|strstr|strcmp|strncmp|test|Regex::new|is_match|HasSubstr|StartsWith|EndsWith|ContainsRegex|MatchesRegex)\s*\(\s*(?:\w+\s*,\s*)?[rRbBfFuU]{0,2}|\bgrep(?:\s+-\w+)*\s+)$"#,
     )
 }
 
@@ -317,8 +319,9 @@ pub fn holds_error_in_code(line: &str, hits: &[Range<usize>]) -> bool {
     }
     if hits
         .iter()
-        .all(|h| defined_or_glossed(line, h) || calls_a_function(line, h))
+        .all(|h| defined_or_glossed(line, h) || calls_a_function(line, h) || passed_alone(line, h))
         || template_number().is_match(line)
+        || enum_listing(line, hits)
     {
         return true;
     }
@@ -413,6 +416,54 @@ fn calls_a_function(line: &str, hit: &Range<usize>) -> bool {
     !super::cuda_catalog::errors()
         .iter()
         .any(|e| e.runtime_name == ident || e.driver_name == Some(ident))
+}
+
+/// Is `hit` an enum value passed as the only argument of a call in a statement:
+/// `cout << cudaGetErrorString(cudaErrorMemoryAllocation) << endl;`,
+/// `printf("%s", cudaGetErrorName(cudaErrorIllegalAddress));`? A tutorial shows what a value
+/// prints that way. Output writes a value inside parentheses after a number or a word and goes on
+/// in words (`code=2(cudaErrorMemoryAllocation) "cudaMalloc(&p, n)"`, cudarc's
+/// `DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")`, with a second argument), never
+/// closes a statement with `;`.
+fn passed_alone(line: &str, hit: &Range<usize>) -> bool {
+    static CALL: OnceLock<Regex> = OnceLock::new();
+    let Some(name) = line.get(hit.clone()) else {
+        return false;
+    };
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return false;
+    }
+    let before = line.get(..hit.start).unwrap_or("");
+    let after = line.get(hit.end..).unwrap_or("");
+    let after = after.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+    cached(&CALL, r"[A-Za-z_][\w.:]*\(\s*$").is_match(before)
+        && after.trim_start().starts_with(')')
+        && (line.trim_end().ends_with(';') || statement_start().is_match(line))
+}
+
+/// Does the line list the error enum's values rather than report one: three or more distinct
+/// names of `cudaError_t` or `CUresult` values (`cudaSuccess` among them), as a reference or a
+/// translation of one runs them together ("cudaSuccess: 성공cudaErrorMissingConfiguration: 설정
+/// 누락cudaErrorMemoryAllocation: 메모리 부족…")? A program's error names one value, or two
+/// (a runtime's and a driver's name of it, a check's expected and actual value). Every hit must
+/// be one of the names.
+fn enum_listing(line: &str, hits: &[Range<usize>]) -> bool {
+    static NAME: OnceLock<Regex> = OnceLock::new();
+    const LISTED: usize = 3;
+    let names: Vec<Range<usize>> = cached(
+        &NAME,
+        r"cudaSuccess|cudaError[A-Z][A-Za-z]*|CUDA_SUCCESS|CUDA_ERROR_[A-Z_]+",
+    )
+    .find_iter(line)
+    .map(|m| m.range())
+    .collect();
+    let mut distinct: Vec<&str> = names.iter().filter_map(|r| line.get(r.clone())).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    distinct.len() >= LISTED
+        && hits
+            .iter()
+            .all(|h| names.iter().any(|n| n.start <= h.start && h.start < n.end))
 }
 
 /// Is `hit` an enum name defined with its value (`NAME = 700` opening the line) or glossed by

@@ -551,6 +551,47 @@ pub fn classify(assertion: &str, kernel_file: Option<&str>) -> (&'static str, &'
     ("unknown", UNKNOWN_ASSERT_HINT)
 }
 
+/// The family of a device assertion whose expression a headline quotes without the
+/// `Assertion `…` failed` frame: in parentheses, a code span or quotation marks ("CUDA
+/// device-side assert (srcIndex < srcSelectDimSize) on custom PDB"). Only an expression the
+/// catalog of PyTorch's assertion sites knows on its own counts ([`assert_catalog::site_for`]
+/// without a file), so a parenthesised aside names nothing.
+pub fn family_quoted_in(line: &str) -> Option<(&'static str, &'static str)> {
+    /// Spans longer than this are prose, not an expression.
+    const LONGEST: usize = 160;
+    /// Spans looked at per line: a flood of brackets stays linear.
+    const MOST: usize = 16;
+    let pairs = [
+        ('(', ')'),
+        ('`', '`'),
+        ('"', '"'),
+        ('\'', '\''),
+        ('\u{201c}', '\u{201d}'),
+    ];
+    let mut looked = 0;
+    for (open, close) in pairs {
+        let mut rest = line;
+        while let Some(i) = rest.find(open) {
+            let after = &rest[i + open.len_utf8()..];
+            let Some(j) = after.find(close) else {
+                break;
+            };
+            let span = after[..j].trim();
+            looked += 1;
+            if looked > MOST {
+                return None;
+            }
+            if !span.is_empty() && span.len() <= LONGEST {
+                if let Some(site) = assert_catalog::site_for(span, None) {
+                    return Some(family_hint(site.family));
+                }
+            }
+            rest = &after[j + close.len_utf8()..];
+        }
+    }
+    None
+}
+
 /// The family a device assertion's own message names, for an expression that names none
 /// (PaddlePaddle prints ``Assertion `false` failed.`` or the bare condition, then its
 /// `PADDLE_ENFORCE` sentence: "Variable value (label) of OP(fluid.layers.cross_entropy)

@@ -20,6 +20,7 @@ pub mod prose;
 pub mod rules;
 pub mod sxid;
 pub mod traceback;
+pub mod vulkan;
 pub mod xid;
 pub mod xid_catalog;
 
@@ -160,7 +161,7 @@ impl DetectorSet {
         add("NCCL WARN", Owner::NcclWarn);
         for l in [
             "RmInitAdapter failed",
-            "rm_init_adapter",
+            "rm_init_adapter failed",
             "heartbeat timed out",
             "Heartbeat timed out",
             "rpcRecvPoll timedout",
@@ -504,6 +505,9 @@ impl DetectorSet {
                 (r.priority, std::cmp::Reverse(at))
             });
         if let Some(r) = best {
+            if r.name == vulkan::ROW {
+                return vulkan::refine(line);
+            }
             if r.kind == Kind::CudaError && r.category == "unknown" {
                 if let Some(e) = refine_generic(line, r) {
                     return Some(e);
@@ -515,6 +519,19 @@ impl DetectorSet {
             if r.kind == Kind::NcclError && r.category == "unknown" {
                 if let Some(e) = nccl_result_in_words(line) {
                     return Some(e);
+                }
+            }
+            // A headline that quotes the failed expression (a title's "device-side assert
+            // triggered (srcIndex < srcSelectDimSize)") names the assertion's family.
+            if r.kind == Kind::DeviceAssert && r.category == "unknown" {
+                if let Some((category, hint)) = kernel_assert::family_quoted_in(line) {
+                    return Some(Evidence::Headline {
+                        kind: r.kind,
+                        category: category.into(),
+                        blame: r.blame,
+                        hint: hint.into(),
+                        rule: r.name.into(),
+                    });
                 }
             }
             return Some(r.evidence());
@@ -1919,6 +1936,44 @@ mod tests {
             "The frustrating \"CUDA out of memory\" error has become a rite of passage for deep learning engineers worldwide. This common bottleneck occurs when GPU memory allocation exceeds available capacity.",
             // What a check looks for.
             "Instead of only checking for NCCL error based on the timeout, this also send a regular heartbeat through separate NCCL channels.",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+    }
+
+    /// Round twenty-nine: Vulkan's results, a headline that quotes the failed expression, the
+    /// CUDA runtime's deprecated values, PyTorch's failed device count, and reference text that
+    /// lists or passes the enum's values.
+    #[test]
+    fn round_twenty_nine_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("[0.412s] vkAllocateMemory failed -2", Kind::Oom, "vulkan_oom"),
+            ("vkWaitForFences failed -4", Kind::CudaError, "vulkan_device_lost"),
+            ("ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory", Kind::Oom, "vulkan_oom"),
+            ("  what():  vk::Queue::submit: ErrorDeviceLost", Kind::CudaError, "vulkan_device_lost"),
+            ("VK_ERROR_DEVICE_LOST while upscaling a long video", Kind::CudaError, "vulkan_device_lost"),
+            ("RuntimeError: CUDA error: device-side assertion fired", Kind::DeviceAssert, "unknown"),
+            ("CUDA device-side assert triggered (srcIndex < srcSelectDimSize) on my own dataset", Kind::DeviceAssert, "embedding_index"),
+            ("CUDA error 12 at ggml-cuda.cu:1980: invalid pitch argument", Kind::CudaError, "invalid_pitch_value"),
+            ("UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 804: forward compatibility was attempted on non supported HW", Kind::CudaError, "compat_not_supported"),
+            ("Exception during initialization: onnxruntime/core/framework/bfc_arena.cc:342 onnxruntime::BFCArena::AllocateRawInternal Failed to allocate memory for requested buffer of size 67108864", Kind::Oom, "cuda_oom"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // ggml-vulkan falls back to host memory.
+            "ggml_vulkan: Failed to allocate pinned memory (vk::Device::allocateMemory: ErrorOutOfDeviceMemory)",
+            // A reference that runs the enum's values together.
+            "cudaSuccess: 성공cudaErrorMemoryAllocation: 메모리 부족cudaErrorLaunchFailure: 커널 실행 실패",
+            // A tutorial's statement that prints what a value's message is.
+            "std::cout << cudaGetErrorString(cudaErrorMemoryAllocation) << std::endl;",
+            // A test's matcher.
+            "        HasSubstr(\"CUDA device-side assertion failures were found on GPU #0!\"));",
+            // An article's question to its reader.
+            "Have you ever been stopped by CUDA out of memory right before the end of an epoch?",
+            "你是否也遇到过训练到一半突然报 “CUDA out of memory” 的情况？",
         ] {
             assert_eq!(headline(&d, line), None, "{line}");
         }

@@ -440,7 +440,41 @@ const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
         "simulation_unstable_nan",
         SIMULATION_HINT,
     ),
+    // OpenMM's Python app checks the positions it writes out: "ValueError: Particle position is
+    // NaN" and "… is infinite" (openmm/app/pdbfile.py and pdbxfile.py, `writeModel`), which a
+    // reporter reaches when the simulation blew up since its last report. Project Chrono's fluid
+    // solver prints "Error! particle position is NAN: thrown from ChFluidDynamics.cu, …"
+    // (src/chrono_fsi, its CUDA kernels' check of the updated positions).
+    (
+        "Particle position is NaN",
+        "simulation_unstable_nan",
+        SIMULATION_HINT,
+    ),
+    (
+        "Particle position is infinite",
+        "simulation_unstable_nan",
+        SIMULATION_HINT,
+    ),
+    (
+        "particle position is NAN",
+        "simulation_unstable_nan",
+        SIMULATION_HINT,
+    ),
+    // PyTorch's linear algebra raises for an SVD whose LAPACK/cuSOLVER call returned info -4:
+    // "linalg.svd: The algorithm failed to converge because the input matrix contained
+    // non-finite values." (aten/src/ATen/native/LinearAlgebraUtils.h, `_linalg_check_errors`).
+    // The matrix came from the model or its data: the values were NaN or inf before the call.
+    (
+        "failed to converge because the input matrix contained non-finite values",
+        "non_finite_value",
+        LINALG_HINT,
+    ),
 ];
+
+const LINALG_HINT: &str = "A linear-algebra routine (an SVD, an eigendecomposition) got a matrix \
+     with NaN or inf in it: the values went non-finite before the call. Find where (check the \
+     inputs and the layer that builds the matrix for NaN, torch.autograd.set_detect_anomaly), \
+     lower the learning rate, or compute that step in fp32.";
 
 const CAST_HINT: &str = "NumPy met NaN or inf converting an array to integers, usually a model's \
      output on its way to 8-bit pixels (a black or blank image): the model produced non-finite \
@@ -1006,6 +1040,25 @@ mod tests {
             Some(Evidence::Headline { category, .. }) => Some(category.into_owned()),
             _ => None,
         }
+    }
+
+    /// Round twenty-nine: OpenMM's and Project Chrono's positions, and PyTorch's SVD of a
+    /// non-finite matrix.
+    #[test]
+    fn round_twenty_nine_positions_and_matrices() {
+        for (line, want) in [
+            ("ValueError: Particle position is NaN", "simulation_unstable_nan"),
+            ("ValueError: Particle position is infinite", "simulation_unstable_nan"),
+            ("Error! particle position is NAN: thrown from ChFluidDynamics.cu, UpdateFluidDKernel !", "simulation_unstable_nan"),
+            ("torch._C._LinAlgError: linalg.svd: The algorithm failed to converge because the input matrix contained non-finite values.", "non_finite_value"),
+        ] {
+            assert_eq!(cat(line).as_deref(), Some(want), "{line}");
+        }
+        // An ill-conditioned matrix is not a non-finite one.
+        assert_eq!(
+            cat("linalg.svd: The algorithm failed to converge because the input matrix is ill-conditioned or has too many repeated singular values (error code: 5)."),
+            None
+        );
     }
 
     #[test]

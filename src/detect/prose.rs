@@ -484,7 +484,7 @@ fn met_if_you(line: &str, hits: &[Range<usize>]) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let supposed = cached(
         &R,
-        r"(?i)\b(?:(?:if|when|whenever|once|in case)\s+you\s+(?:ever\s+)?(?:happen\s+to\s+|are\s+|still\s+)?(?:run(?:ning)?\s+into|encounter\w*|get(?:ting)?|see(?:ing)?|hit(?:ting)?|come\s+across|fac(?:e|ing)|receive|meet|experienc\w*)|(?:if|when|whenever|upon|on|while)\s+(?:encountering|facing|getting|seeing|hitting|running\s+into|receiving|experiencing))\b[^.!?;]{0,80}$",
+        r"(?i)\b(?:(?:if|when|whenever|once|in case)\s+you\s+(?:ever\s+)?(?:happen\s+to\s+|are\s+|still\s+)?(?:run(?:ning)?\s+into|encounter\w*|get(?:ting)?|see(?:ing)?|hit(?:ting)?|come\s+across|fac(?:e|ing)|receive|meet|experienc\w*)|(?:if|when|whenever|upon|on|while)\s+(?:encountering|facing|getting|seeing|hitting|running\s+into|receiving|experiencing)|(?:have|did)\s+you\s+ever\s+(?:run\s+into|encounter\w*|got(?:ten)?|get|seen|see|hit|faced?|received?|met|experienced?|been\s+(?:hit|stopped|interrupted)\s+by))\b[^.!?;]{0,80}$",
     );
     let me = english_first_person();
     // The end-anchored pattern is searched backwards from each hit; the first person, once, up
@@ -504,7 +504,7 @@ pub fn supposed_in_chinese(line: &str, hits: &[Range<usize>]) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let supposed = cached(
         &R,
-        r"(?:(?:当|如果|若|一旦|假如|要是)(?:你|您)|(?:可能|也许|或许)会?)[^。！？!?；;\n]{0,60}?(?:遇到|碰到|看到|见到|收到|出现)[^了。！？!?；;\n]{0,80}$",
+        r"(?:(?:当|如果|若|一旦|假如|要是)(?:你|您)|(?:可能|也许|或许)会?)[^。！？!?；;\n]{0,60}?(?:遇到|碰到|看到|见到|收到|出现)[^了。！？!?；;\n]{0,80}$|(?:你|您)(?:是否|有没有|有沒有|是不是)[^。！？!?；;\n]{0,60}$",
     );
     !hits.is_empty()
         && hits.iter().all(|h| {

@@ -252,9 +252,30 @@ const fn generic_cuda(name: &'static str, literals: &'static [&'static str]) -> 
 
 pub const HEADLINE_RULES: &[HeadlineRule] = &[
     HeadlineRule {
+        // A failed Vulkan call (ncnn's upscalers, llama.cpp's and GPT4All's Vulkan backends),
+        // named by its `VkResult` in any of the forms `detect::vulkan` reads; a line whose value
+        // the table lacks reports nothing.
+        name: super::vulkan::ROW,
+        literals: super::vulkan::LITERALS,
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: GENERIC_CUDA_HINT,
+        priority: MID,
+        requires_any: &[],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
         name: "cuda_device_assert",
+        // The runtime's message after an error prefix in any wording a poster gave it ("CUDA
+        // error: device-side assertion fired", a paste cut after "assert"), and a title's "CUDA
+        // device-side assert (srcIndex < srcSelectDimSize) on …", which names the error and,
+        // often, the failed expression in place of the message.
         literals: &[
             "device-side assert triggered",
+            "rror: device-side assert",
+            "CUDA device-side assert",
             "cudaErrorAssert",
             "CUDA_ERROR_ASSERT",
         ],
@@ -1133,6 +1154,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // `BFCArena::AllocateRawInternal`): "Failed to allocate memory for requested buffer of
             // size N", behind "Non-zero status code returned while running <Op> node".
             "Failed to allocate memory for requested buffer of size",
+            // The same message after the function's name, which a title cut short keeps:
+            // "…bfc_arena.cc:342 onnxruntime::BFCArena::AllocateRawInternal Failed to allocate m".
+            "BFCArena::AllocateRawInternal Failed to allocate",
             // ROCm builds: HIP's `hipErrorOutOfMemory` name (hip_runtime_api.h). PyTorch's
             // hipified "HIP error: out of memory" is the runtime-text row's.
             "hipErrorOutOfMemory",
@@ -1813,6 +1837,13 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         &[
             "Triton Error [CUDA]",
             "CUDA initialization failure with error",
+            // PyTorch's count of the devices when the runtime fails to initialise, warned once
+            // and then every CUDA call fails (`torch.cuda.is_available()` is False): "UserWarning:
+            // CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some
+            // cuda functions before calling NumCudaDevices() that might have already set an
+            // error? Error 803: system has unsupported display driver / cuda driver combination"
+            // (c10/cuda/CUDAFunctions.cpp, `device_count_impl`).
+            "Unexpected error from cudaGetDeviceCount()",
             // Thrust's CUDA backend names the algorithm before the runtime's message:
             // "parallel_for failed: out of memory" (thrust/system/cuda/detail/parallel_for.h,
             // `throw_on_error`), also without the terminate block around it.
@@ -2911,6 +2942,8 @@ pub const NUMERIC_LITERALS: &[&str] = &[
     // `INFO` of ordinary log lines.)
     "is Infinity",
     "is NAN",
+    // OpenMM's check of the positions it writes (numeric.rs).
+    "position is infinite",
     "oss NaN",
     "oss NAN",
     "oss Infinity",

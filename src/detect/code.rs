@@ -418,6 +418,21 @@ fn calls_a_function(line: &str, hit: &Range<usize>) -> bool {
         .any(|e| e.runtime_name == ident || e.driver_name == Some(ident))
 }
 
+/// The identifier that `hit` starts, with the text before it and after it: `None` where the hit
+/// is not an identifier (a message in words is never an enum value). The identifier may continue
+/// past the literal (`CUDA_ERROR_ILLEGAL_ADDRESS` from a `CUDA_ERROR_` literal).
+fn identifier_at<'a>(line: &'a str, hit: &Range<usize>) -> Option<(&'a str, &'a str, &'a str)> {
+    let name = line.get(hit.clone())?;
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return None;
+    }
+    let before = line.get(..hit.start)?;
+    let after = line.get(hit.end..)?;
+    let rest = after.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+    let full = line.get(hit.start..line.len() - rest.len())?;
+    Some((before, full, rest))
+}
+
 /// Is `hit` an enum value passed as the only argument of a call in a statement:
 /// `cout << cudaGetErrorString(cudaErrorMemoryAllocation) << endl;`,
 /// `printf("%s", cudaGetErrorName(cudaErrorIllegalAddress));`? A tutorial shows what a value
@@ -427,15 +442,9 @@ fn calls_a_function(line: &str, hit: &Range<usize>) -> bool {
 /// closes a statement with `;`.
 fn passed_alone(line: &str, hit: &Range<usize>) -> bool {
     static CALL: OnceLock<Regex> = OnceLock::new();
-    let Some(name) = line.get(hit.clone()) else {
+    let Some((before, _, after)) = identifier_at(line, hit) else {
         return false;
     };
-    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        return false;
-    }
-    let before = line.get(..hit.start).unwrap_or("");
-    let after = line.get(hit.end..).unwrap_or("");
-    let after = after.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
     cached(&CALL, r"[A-Za-z_][\w.:]*\(\s*$").is_match(before)
         && after.trim_start().starts_with(')')
         && (line.trim_end().ends_with(';') || statement_start().is_match(line))
@@ -469,19 +478,9 @@ fn enum_listing(line: &str, hits: &[Range<usize>]) -> bool {
 /// Is `hit` an enum name defined with its value (`NAME = 700` opening the line) or glossed by
 /// one ("700 is NAME")? Only identifiers qualify: a message in words is never an enum.
 fn defined_or_glossed(line: &str, hit: &Range<usize>) -> bool {
-    let Some(name) = line.get(hit.clone()) else {
+    let Some((before, full, after)) = identifier_at(line, hit) else {
         return false;
     };
-    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        return false;
-    }
-    let before = line.get(..hit.start).unwrap_or("");
-    let after = line.get(hit.end..).unwrap_or("");
-    // The identifier may continue past the literal (`CUDA_ERROR_ILLEGAL_ADDRESS` from a
-    // `CUDA_ERROR_` literal).
-    let rest = after.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
-    let full = format!("{name}{}", &after[..after.len() - rest.len()]);
-    let after = rest;
     // A bare type or prefix is no enum value: `printf("cudaError = %d\n", err)` prints
     // `cudaError = 2`.
     if full == "cudaError" || full.ends_with("_t") || full.ends_with('_') {

@@ -525,13 +525,7 @@ impl DetectorSet {
             // triggered (srcIndex < srcSelectDimSize)") names the assertion's family.
             if r.kind == Kind::DeviceAssert && r.category == "unknown" {
                 if let Some((category, hint)) = kernel_assert::family_quoted_in(line) {
-                    return Some(Evidence::Headline {
-                        kind: r.kind,
-                        category: category.into(),
-                        blame: r.blame,
-                        hint: hint.into(),
-                        rule: r.name.into(),
-                    });
+                    return Some(r.evidence_as(category, hint));
                 }
             }
             return Some(r.evidence());

@@ -157,11 +157,17 @@ pub struct HeadlineRule {
 impl HeadlineRule {
     /// What a line that this row names reports.
     pub fn evidence(&self) -> Evidence {
+        self.evidence_as(self.category, self.hint)
+    }
+
+    /// What a line that this row names reports, where the line names the family more precisely
+    /// than the row (a device assert whose headline quotes the failed expression).
+    pub fn evidence_as(&self, category: &'static str, hint: &'static str) -> Evidence {
         Evidence::Headline {
             kind: self.kind,
-            category: self.category.into(),
+            category: category.into(),
             blame: self.blame,
-            hint: self.hint.into(),
+            hint: hint.into(),
             rule: self.name.into(),
         }
     }

@@ -233,6 +233,13 @@ pub const LITERALS: &[&str] = &[
     "vkAllocateDescriptorSets failed",
     "vkAllocateCommandBuffers failed",
     "vkCreateCommandPool failed",
+    OWN_WORDS[0],
+    OWN_WORDS[1],
+    OWN_WORDS[2],
+];
+
+/// The programs' own words for a failed device allocation, which name no value.
+const OWN_WORDS: [&str; 3] = [
     "ggml_vulkan: Device memory allocation of size",
     "ggml_vulkan: Memory allocation of size",
     "Error allocating vulkan memory",
@@ -281,9 +288,7 @@ pub fn refine(line: &str) -> Option<Evidence> {
                 })
         })
         .or_else(|| {
-            let own_words = line.contains("ggml_vulkan: Device memory allocation of size")
-                || line.contains("ggml_vulkan: Memory allocation of size")
-                || line.contains("Error allocating vulkan memory");
+            let own_words = OWN_WORDS.iter().any(|w| line.contains(w));
             own_words.then(|| by(&|e| e.value == -2)).flatten()
         })?;
     Some(Evidence::Headline {

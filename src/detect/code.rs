@@ -68,12 +68,14 @@ fn assignment_start() -> &'static Regex {
 /// Just before a literal that is compared, searched for or matched: `== "`, `!= '`, `in (`,
 /// `.startswith("`, `re.compile(r"`, `grep -E "`, `strstr(msg, "`, and GoogleTest's string
 /// matchers (`HasSubstr("CUDA device-side assertion failures were found …")` in PyTorch's own
-/// tests).
+/// tests), and the pattern a test expects an exception's message to match (pytest's
+/// `pytest.raises(RuntimeError, match="CUDA error: …")`, `assertRaisesRegex`'s
+/// `expected_regex=`).
 fn compared_before() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r#"(?:(?:==|!=|===|!==)\s*|\b(?:startswith|endswith|contains|includes|find|rfind|index|count|search|match|fullmatch|findall|finditer|compile|sub|split|strstr|strcmp|strncmp|test|Regex::new|is_match|HasSubstr|StartsWith|EndsWith|ContainsRegex|MatchesRegex)\s*\(\s*(?:\w+\s*,\s*)?[rRbBfFuU]{0,2}|\bgrep(?:\s+-\w+)*\s+)$"#,
+        r#"(?:(?:==|!=|===|!==)\s*|\b(?:startswith|endswith|contains|includes|find|rfind|index|count|search|match|fullmatch|findall|finditer|compile|sub|split|strstr|strcmp|strncmp|test|Regex::new|is_match|HasSubstr|StartsWith|EndsWith|ContainsRegex|MatchesRegex)\s*\(\s*(?:\w+\s*,\s*)?[rRbBfFuU]{0,2}|\bgrep(?:\s+-\w+)*\s+|\b(?:match|expected_regex|expected_message)\s*=\s*[rRbBfFuU]{0,2})$"#,
     )
 }
 
@@ -155,7 +157,9 @@ fn explained_after() -> &'static Regex {
 
 /// A number in a template where a program prints a value: `Tried to allocate XXX MiB`,
 /// `XXXX bytes`, `after XX seconds`, `X/Y clients joined`. Redactions hide names and addresses,
-/// not sizes, so a unit after the placeholder marks documentation.
+/// not sizes, so a unit after the placeholder marks documentation, unless the line says that
+/// someone met the error ("The deployment fails with the following error: RuntimeError: CUDA
+/// out of memory. Tried to allocate XX GiB", a reporter who hid the sizes).
 fn template_number() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
@@ -275,6 +279,18 @@ pub fn string_field(line: &str) -> bool {
     })
 }
 
+/// A message of a sequence diagram (Mermaid's `J->>SM: Log: "GPU 0000:b3:00.0 fallen off the
+/// bus"`, PlantUML's `Monitor -> Handler : …`): a design document draws a log line passing
+/// between its parts, and no program or kernel prints the arrow between two names before it.
+pub fn diagram_message(line: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r"^\s*[A-Za-z_][\w.]*\s*(?:<<)?-{1,2}(?:>>|>|x|\))[+-]?\s*[A-Za-z_][\w.]*\s*:",
+    )
+    .is_match(line)
+}
+
 /// A line of source that holds only a string literal: an element of a list of patterns
 /// (`"CUDA out of memory.",  # CUDA OOM`) or a piece of a message built over several lines (`"Some
 /// NCCL operations have failed or timed out. Due to the ",`), that is the literal and the
@@ -311,16 +327,20 @@ pub fn holds_error_in_code(line: &str, hits: &[Range<usize>]) -> bool {
         return false;
     }
     if handler_clause().is_match(line)
+        || diagram_message(line)
         || pattern_field().is_match(line)
         || class_alone(line)
         || literal_line(line)
     {
         return true;
     }
-    if hits
-        .iter()
-        .all(|h| defined_or_glossed(line, h) || calls_a_function(line, h) || passed_alone(line, h))
-        || template_number().is_match(line)
+    if hits.iter().all(|h| {
+        defined_or_glossed(line, h)
+            || calls_a_function(line, h)
+            || passed_alone(line, h)
+            || raised_or_caught(line, h)
+            || assigned_name(line, h)
+    }) || (template_number().is_match(line) && !super::prose::report_cue().is_match(line))
         || enum_listing(line, hits)
     {
         return true;
@@ -344,9 +364,29 @@ pub fn holds_error_in_code(line: &str, hits: &[Range<usize>]) -> bool {
         let before = line.get(..l.start.saturating_sub(1)).unwrap_or("");
         let after = line.get(l.end + 1..).unwrap_or("");
         placeholder().is_match(escaped_line_of(line, l, h))
+            || class_path_argument(line, l)
             || compared_before().is_match(before)
             || compared_after().is_match(after)
     })
+}
+
+/// Is literal `lit` a double-quoted class path alone, an argument that a call goes on from
+/// (`"torch.cuda.CUDAOutOfMemoryError", nullptr, nullptr));`, the name PyTorch registers its
+/// exception under)? Output prints a class before its message, not between a quote and a
+/// comma.
+fn class_path_argument(line: &str, lit: &Range<usize>) -> bool {
+    let Some(inner) = line.get(lit.clone()) else {
+        return false;
+    };
+    let quoted = lit.start > 0 && line.as_bytes()[lit.start - 1] == b'"';
+    let after = line.get(lit.end + 1..).unwrap_or("").trim_start();
+    quoted
+        && inner.contains('.')
+        && inner
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+        && (inner.ends_with("Error") || inner.ends_with("Exception"))
+        && after.starts_with([',', ')'])
 }
 
 /// The part of literal `lit` that holds `hit`, between the `\n` escapes around it: a JSON log
@@ -431,6 +471,53 @@ fn identifier_at<'a>(line: &'a str, hit: &Range<usize>) -> Option<(&'a str, &'a 
     let rest = after.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
     let full = line.get(hit.start..line.len() - rest.len())?;
     Some((before, full, rest))
+}
+
+/// Is `hit` the class of an exception that code raises, throws or catches: Python's `raise
+/// torch.cuda.OutOfMemoryError(…)` and `except torch.cuda.OutOfMemoryError`, Julia's
+/// `throw(OutOfGPUMemoryError())`, the C family's `throw new CudaException(` and `catch
+/// (const CudaError&`, also quoted in a sentence ("`except torch.cuda.OutOfMemoryError` raises
+/// AttributeError")? A program prints an exception's class before its message, never after one
+/// of these keywords. The class may be qualified by its module (`torch.cuda.`, `CUDA::`).
+fn raised_or_caught(line: &str, hit: &Range<usize>) -> bool {
+    static KEYWORD: OnceLock<Regex> = OnceLock::new();
+    let Some((before, _, after)) = identifier_at(line, hit) else {
+        return false;
+    };
+    let before = before.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || "_.:".contains(c));
+    // The keyword and its parenthesis sit just before the class: read a short tail only, so a
+    // line of many hits stays linear.
+    let tail_from = before.char_indices().rev().nth(16).map_or(0, |(i, _)| i);
+    let before = &before[tail_from..];
+    cached(
+        &KEYWORD,
+        r"(?:^|[^\w.])(?:raise|throw|except|catch)\s*(?:\(\s*)?(?:(?:new|const)\s+)?$",
+    )
+    .is_match(before)
+        && (after.trim().is_empty()
+            || after
+                .trim_start()
+                .starts_with(['(', ')', ':', '`', ',', ';', '&']))
+}
+
+/// Is `hit` part of a name that a statement assigns to: `THPException_CUDAOutOfMemoryError =
+/// PyErr_NewException(` (PyTorch's registration of its exception class, quoted in a review or a
+/// diff), `OOM_ERROR = torch.cuda.OutOfMemoryError`? The name opens the statement, after a
+/// diff's `+`/`-` and indentation, and `=` (not `==`) follows it. A program prints an error's
+/// name before a colon or its message, not as an assignment's target.
+fn assigned_name(line: &str, hit: &Range<usize>) -> bool {
+    let Some((before, _, after)) = identifier_at(line, hit) else {
+        return false;
+    };
+    let head = before.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || "_.".contains(c));
+    let after = after.trim_start();
+    // The value is code (a call, a name, a literal), not a number that `printf("cudaError =
+    // %d")` printed.
+    let value = after.strip_prefix('=').unwrap_or("").trim_start();
+    head.trim_start_matches(['+', '-']).trim().is_empty()
+        && after.starts_with('=')
+        && !after.starts_with("==")
+        && value.starts_with(|c: char| c.is_ascii_alphabetic() || "_\"'[{".contains(c))
 }
 
 /// Is `hit` an enum value passed as the only argument of a call in a statement:

@@ -219,6 +219,9 @@ pub enum Refined {
 /// The most specific CUDA error `line` names: a math library's status by number or sentence,
 /// else the longest catalog name or message on it, else a math library's status name.
 pub fn refine(line: &str) -> Option<Refined> {
+    if let Some(e) = code_with_its_words(line) {
+        return Some(Refined::Error(e));
+    }
     // A math library's status printed by number or in its own sentence is more precise than a
     // runtime message the sentence may contain ("… is not supported").
     if let Some(status) = status_code(line)
@@ -251,6 +254,50 @@ pub fn refine(line: &str) -> Option<Refined> {
         .map(Refined::LibraryStatus)
         .or_else(|| numbered_error(line).map(Refined::Error))
         .or_else(|| cut_message(line).map(Refined::Error))
+}
+
+/// The error that a title or a sentence gives as "CUDA", its value and some words of its message
+/// in parentheses or quotes: "CUDA 700 (illegal memory access) in crb/factor_m CSR path",
+/// `crashes with a CUDA 700 "illegal memory access"`. The value alone could be any number; its
+/// words, two or more, must all occur in that value's message, in order.
+pub fn code_with_its_words(line: &str) -> Option<&'static CudaError> {
+    static R: OnceLock<Regex> = OnceLock::new();
+    if !line.contains("CUDA ") {
+        return None;
+    }
+    let c = cached(
+        &R,
+        r#"\bCUDA (?:error )?(\d{1,3}) ?[("'\x{201c}] ?([A-Za-z][A-Za-z ]{3,60}?) ?[)"'\x{201d}]"#,
+    )
+    .captures(line)?;
+    let e = by_value(c[1].parse().ok()?, false)?;
+    let words: Vec<String> = c[2]
+        .split_whitespace()
+        .map(str::to_ascii_lowercase)
+        .collect();
+    if words.len() < 2 {
+        return None;
+    }
+    let message = e.message.to_ascii_lowercase();
+    let mut at = 0;
+    for w in &words {
+        let found = message[at..]
+            .split(|ch: char| !ch.is_ascii_alphanumeric())
+            .position(|m| m == w.as_str())?;
+        // Step past the word just found.
+        let skip: usize = message[at..]
+            .split(|ch: char| !ch.is_ascii_alphanumeric())
+            .take(found + 1)
+            .map(|m| m.len() + 1)
+            .sum();
+        at = (at + skip).min(message.len());
+    }
+    Some(e)
+}
+
+/// The headline rows' guard for [`code_with_its_words`].
+pub fn names_code_with_its_words(line: &str) -> bool {
+    code_with_its_words(line).is_some()
 }
 
 /// What comes before a runtime message on a generic line: "CUDA error: an illegal memory access"
@@ -454,6 +501,10 @@ const STATUS_BY_CODE: &[(&str, &str, &str)] = &[
     ("CUBLAS error", " code=", "cublas_"),
     ("CUBLAS Error", " code=", "cublas_"),
     ("CuBLAS error at ", ": ", "cublas_"),
+    // TensorRT's cuBLAS wrapper: "cuBLAS Error in CublasWrapper: 3 (Could not initialize cublas.
+    // Please check CUDA installation.)", "cuBLAS Error in initializeCommonContext: 3 (…)"; the
+    // value is the `cublasStatus_t` (3, `CUBLAS_STATUS_ALLOC_FAILED`, where memory ran out).
+    ("cuBLAS Error in ", ": ", "cublas_"),
     // CUDA Library Samples' cuBLASLt helper, `checkCublasStatus`: "cuBLAS API failed with
     // status 7", then `std::logic_error("cuBLAS API failed")`.
     ("cuBLAS API failed with status ", "", "cublas_"),
@@ -619,7 +670,7 @@ struct NumberedError {
 ///
 /// Chinese input methods type full-width parentheses: "cuda runtime error（209）" reads as
 /// "cuda runtime error (209)".
-const NUMBERED_ERRORS: [NumberedError; 16] = [
+const NUMBERED_ERRORS: [NumberedError; 19] = [
     NumberedError {
         head: "CudaAPIError: [",
         end: Some(']'),
@@ -706,6 +757,27 @@ const NUMBERED_ERRORS: [NumberedError; 16] = [
         radix: 10,
         driver: false,
     },
+    // The same sentence with "can not" in other releases, and PhysX's CUDA context manager's
+    // "PhysX error: Failed to load CUDA module data. Cuda error code 222." (a `CUresult`,
+    // physx/source/cudamanager/src/CudaContextManager.cpp).
+    NumberedError {
+        head: "continue! Error code ",
+        end: None,
+        radix: 10,
+        driver: true,
+    },
+    NumberedError {
+        head: "Cuda error code ",
+        end: None,
+        radix: 10,
+        driver: true,
+    },
+    NumberedError {
+        head: "CUDA error code ",
+        end: None,
+        radix: 10,
+        driver: false,
+    },
     NumberedError {
         head: "Simulation cannot continue! Error code ",
         end: None,
@@ -734,10 +806,33 @@ const NUMBERED_ERRORS: [NumberedError; 16] = [
 ///   Narrowphase failed! 700" (gpunarrowphase/src/PxgNarrowphaseCore.cpp);
 /// - HAMi-core's check of the driver calls it wraps: "cuMemoryAllocate failed res=2",
 ///   "cuCtxSetCurrent failed res=4".
+///
+/// Also any program's own line that names a driver or runtime call before "failed" and the
+/// value after it: DeepStream's "nvbufsurftransform:cuInit failed : 804" (a `CUresult`), Isaac
+/// Gym's "cudaImportExternalMemory failed on rgbImage buffer with error 999" (a `cudaError_t`),
+/// SAPIEN's copy of PhysX's "SynchronizeStreams cuEventRecord failed with error 700" without
+/// PhysX's prefix.
 fn numbered_by_call(line: &str) -> Option<&'static CudaError> {
     static DRIVER: OnceLock<Regex> = OnceLock::new();
     static RUNTIME: OnceLock<Regex> = OnceLock::new();
     static FAILED: OnceLock<Regex> = OnceLock::new();
+    static DRIVER_COLON: OnceLock<Regex> = OnceLock::new();
+    static RUNTIME_ON: OnceLock<Regex> = OnceLock::new();
+    if line.contains(" failed :") || line.contains(" failed: ") {
+        let re = cached(&DRIVER_COLON, r"\bcu[A-Z]\w* failed ?: ?(\d{1,4})\b");
+        if let Some(c) = re.captures(line) {
+            return by_value(c[1].parse().ok()?, true);
+        }
+    }
+    if line.contains(" with error ") {
+        let re = cached(
+            &RUNTIME_ON,
+            r"\bcuda[A-Z]\w* failed\b[^.;!]{0,60}? with error (\d{1,4})\b",
+        );
+        if let Some(c) = re.captures(line) {
+            return by_value(c[1].parse().ok()?, false);
+        }
+    }
     let (re, driver) = if line.contains(" returned error ") {
         (
             cached(&DRIVER, r"\bcall to cu[A-Z]\w* returned error (\d{1,4})\b"),
@@ -760,6 +855,12 @@ fn numbered_by_call(line: &str) -> Option<&'static CudaError> {
         return None;
     };
     by_value(re.captures(line)?[1].parse().ok()?, driver)
+}
+
+/// The headline rows' guard for a call that failed with a numbered value
+/// ([`numbered_by_call`]): other programs' "… failed : …" and "… with error …" are not CUDA's.
+pub fn names_failed_call_value(line: &str) -> bool {
+    numbered_by_call(line).is_some()
 }
 
 /// The catalog row of an error's value: a `CUresult` (`driver`, only rows with a driver API twin

@@ -204,6 +204,11 @@ fn evidence(prefix: &str, assertion: String, message: &str) -> Option<Evidence> 
             (category, hint) = family_hint(f);
         }
     }
+    if category == "unknown" {
+        if let Some(f) = basename.and_then(family_of_sampling_file) {
+            (category, hint) = family_hint(f);
+        }
+    }
     // Another framework's or an extension's kernel (PaddlePaddle's own kernels are a framework's
     // checks, as uncatalogued PyTorch ones are).
     let foreign = basename.filter(|b| {
@@ -253,6 +258,7 @@ const INDEX_KERNELS: [(&str, &str); 4] = [
 /// kernel of TensorFlow, PaddlePaddle or an extension. The file says which lookup the index
 /// belongs to, as PyTorch's own `ScatterGatherKernel.cu` or `Indexing.cu` do.
 fn family_of_file_name(basename: &str, assertion: &str) -> Option<&'static str> {
+    let name = basename.to_ascii_lowercase();
     // An index compared with a size, shape or dimension: `j_read < output_shape.shape[dim]`,
     // `id < vocab_size` (not `blockDim.x <= 1024` or `offset < total_bytes`).
     static BOUND: OnceLock<Regex> = OnceLock::new();
@@ -263,7 +269,6 @@ fn family_of_file_name(basename: &str, assertion: &str) -> Option<&'static str> 
     if !bound.is_match(assertion) {
         return None;
     }
-    let name = basename.to_ascii_lowercase();
     let words: Vec<&str> = name
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -281,6 +286,21 @@ fn family_of_file_name(basename: &str, assertion: &str) -> Option<&'static str> 
         // index checked against a container's size in any file (XGBoost's `Span::operator[]`,
         // include/xgboost/span.h: "Assertion `((_idx) < (size()))` failed.").
         Some("index_out_of_bounds")
+    } else {
+        None
+    }
+}
+
+/// The family of a sampling kernel's file, whose checks are of its probabilities: PaddlePaddle's
+/// "multinomial_op.cu:42 Assertion `in_data[id] >= 0.0` failed. The input of multinomial
+/// distribution should be >= 0, but got -0.038249." (paddle/fluid/operators/multinomial_op.cu),
+/// as PyTorch's `MultinomialKernel.cu` and `DistributionBernoulli.cu` check theirs.
+fn family_of_sampling_file(basename: &str) -> Option<&'static str> {
+    let name = basename.to_ascii_lowercase();
+    if name.contains("multinomial") {
+        Some("multinomial_invalid_probability")
+    } else if name.contains("bernoulli") {
+        Some("bernoulli_invalid_probability")
     } else {
         None
     }

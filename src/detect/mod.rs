@@ -297,12 +297,16 @@ impl DetectorSet {
         self.gate.is_match(line)
     }
 
-    /// The headline rules whose literals `line` holds, each with where its literal matched.
+    /// The headline rules whose literals `line` holds, each with where its literal matched (not
+    /// the rows whose guard rejects the line, as in `inspect_line`).
     fn headline_hits(&self, line: &str) -> Vec<(usize, std::ops::Range<usize>)> {
+        let mut guarded = Vec::new();
         self.detail
             .find_overlapping_iter(line)
             .filter_map(|m| match self.owners[m.pattern().as_usize()] {
-                Owner::Headline(i) => Some((i, m.range())),
+                Owner::Headline(i) if !rejected_by_guard(i, line, &mut guarded) => {
+                    Some((i, m.range()))
+                }
                 _ => None,
             })
             .collect()
@@ -355,6 +359,7 @@ impl DetectorSet {
         let mut headline_hits: Vec<std::ops::Range<usize>> = Vec::new();
         let mut refined: Vec<usize> = Vec::new();
         let mut users: Vec<usize> = Vec::new();
+        let mut guarded: Vec<(usize, bool)> = Vec::new();
         for m in self.detail.find_overlapping_iter(line) {
             match self.owners[m.pattern().as_usize()] {
                 // The runtime's error type alone (`| cudaError | value |` heading a table,
@@ -362,6 +367,11 @@ impl DetectorSet {
                 // compares with (`e == cudaErrorCudartUnloading`).
                 Owner::Headline(_)
                     if type_name_alone(line, m.range()) || compared_name(line, m.range()) => {}
+                // A row whose guard rejects the line names nothing on it: its everyday words
+                // ("… failed with error `NV_WARN_NOTHING_TO_DO`") are no hit that prose must
+                // account for.
+                // (Each guard runs once per line, however many hits its row has.)
+                Owner::Headline(i) if rejected_by_guard(i, line, &mut guarded) => {}
                 Owner::Headline(i) => {
                     headlines.push(i);
                     headline_hits.push(m.range());
@@ -381,7 +391,7 @@ impl DetectorSet {
         // program's own error may be printed that way, by Rust's `{:#?}` or Node's inspect, so
         // the headline rows below still read such a line.)
         let has = |o: Owner| flags & flag(o) != 0;
-        let kernel_data = code::string_field(line);
+        let kernel_data = code::string_field(line) || code::diagram_message(line);
         let kernel_event = |o: Owner| !kernel_data && has(o);
         if kernel_event(Owner::Xid) {
             if let Some(e) = xid::parse_xid(line) {
@@ -715,7 +725,7 @@ fn nccl_result_in_words(line: &str) -> Option<Evidence> {
 /// Rows whose wording is only a CUDA error when the catalog can name the message after it:
 /// Caffe2's "Error at: <file>.cu:<line>: <message>", Triton's and TensorRT's wrappers, a checking
 /// macro's "<call> failed with error <message>".
-const REFINED_ONLY: [&str; 9] = [
+const REFINED_ONLY: [&str; 11] = [
     "tf_failed_driver_call",
     "opencv_gpu_api_call",
     "cutlass_status",
@@ -725,6 +735,8 @@ const REFINED_ONLY: [&str; 9] = [
     "jaxlib_operation_failed",
     "physx_error_numbered",
     "cuda_error_code_in_words",
+    "cuda_call_failed_numbered",
+    "cuda_code_with_its_words",
 ];
 
 /// Keeps the headline rows whose hit (the range at the same index of `hits`) starts before `at`,
@@ -779,6 +791,20 @@ pub(crate) fn says_it_retries(line: &str) -> bool {
         .trim_end_matches(['.', '\u{2026}'])
         .trim_end();
     t.ends_with("retrying") || t.ends_with("will retry") || t.ends_with("Retrying")
+}
+
+/// Does headline row `row` have a guard that rejects `line`? `seen` keeps each guarded row's
+/// verdict for the line, so that a line of many hits runs each guard once.
+fn rejected_by_guard(row: usize, line: &str, seen: &mut Vec<(usize, bool)>) -> bool {
+    let Some(guard) = HEADLINE_RULES[row].guard else {
+        return false;
+    };
+    if let Some(&(_, rejected)) = seen.iter().find(|(r, _)| *r == row) {
+        return rejected;
+    }
+    let rejected = !guard(line);
+    seen.push((row, rejected));
+    rejected
 }
 
 fn refine_generic(line: &str, generic: &rules::HeadlineRule) -> Option<Evidence> {
@@ -1968,6 +1994,65 @@ mod tests {
             // An article's question to its reader.
             "Have you ever been stopped by CUDA out of memory right before the end of an epoch?",
             "你是否也遇到过训练到一半突然报 “CUDA out of memory” 的情况？",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+    }
+
+    /// Round thirty: numbered calls and codes of programs outside PyTorch, shorthand titles, RL
+    /// loops' non-finite values, and code, questions and tables that name errors.
+    #[test]
+    fn round_thirty_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("gstnvinfer:cuInit failed : 804", Kind::CudaError, "compat_not_supported"),
+            ("[critical] SynchronizeStreams cuStreamWaitEvent failed with error 700", Kind::CudaError, "illegal_memory_access"),
+            ("[Error] [carb.gym.plugin] cudaImportExternalMemory failed on depthImage buffer with error 101", Kind::CudaError, "invalid_device_ordinal"),
+            ("PhysX error: Failed to load CUDA module data. Cuda error code 209.", Kind::CudaError, "no_kernel_image"),
+            ("PhysX Internal CUDA error. Simulation can not continue! Error code 719!", Kind::CudaError, "unspecified_launch_failure"),
+            ("CUDA 700 (illegal memory access) when num_envs >= 256", Kind::CudaError, "illegal_memory_access"),
+            ("crashes with a CUDA 700 \"illegal memory access\" on sm_89", Kind::CudaError, "illegal_memory_access"),
+            ("cupy.cuda.nvrtc.NVRTCError: NVRTC_ERROR_COMPILATION (6)", Kind::CudaError, "nvrtc_compilation_failed"),
+            ("ValueError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!", Kind::NcclError, "nccl_backend_unavailable"),
+            ("E0101 00:00:00.000000 1 server.cc:163] Failed to finalize CUDA memory manager: CNMEM_STATUS_CUDA_ERROR", Kind::CudaError, "cuda_memory_pool_init_failed"),
+            ("Error allocating: CNMEM_STATUS_OUT_OF_MEMORY", Kind::Oom, "cuda_oom"),
+            ("../rtSafe/cublas/cublasWrapper.cpp (72) - cuBLAS Error in initializeCommonContext: 3 (Could not initialize cublas.)", Kind::Oom, "cublas_alloc_failed"),
+            ("[carb.graphics-vulkan.plugin] VkResult: ERROR_OUT_OF_DEVICE_MEMORY", Kind::Oom, "vulkan_oom"),
+            ("ValueError: found inf in actions.", Kind::Numeric, "nan_output"),
+            ("WARNING:mlagents_envs:An agent had a NaN reward.", Kind::Numeric, "non_finite_value"),
+            ("pred: [[nan nan nan ... nan nan nan]", Kind::Numeric, "non_finite_value"),
+            ("The job fails with the following error: RuntimeError: CUDA out of memory. Tried to allocate XX MiB.", Kind::Oom, "cuda_oom"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        // A sampling kernel's own check, outside PyTorch.
+        match d.inspect("/src/ops/multinomial_kernel.cu:57: block: [0,0,0], thread: [1,0,0] Assertion `p[i] >= 0` failed.") {
+            Some(Evidence::KernelAssert { category, .. }) => {
+                assert_eq!(category, "multinomial_invalid_probability");
+            }
+            other => panic!("{other:?}"),
+        }
+        for line in [
+            // Code that raises, catches, registers or expects an error.
+            "        throw(OutOfGPUMemoryError())",
+            "- `except torch.cuda.OutOfMemoryError` fails on old releases",
+            "+  THPException_OutOfMemoryError = PyErr_NewException(",
+            "+          \"torch.cuda.OutOfMemoryError\", nullptr, nullptr));",
+            "            RuntimeError, match=\"CUDA error: device-side assert triggered\"",
+            "[Compat] align torch.cuda.OutOfMemoryError",
+            // A design's sequence diagram.
+            "    J->>SM: Log: \"GPU 0000:3b:00.0 has fallen off the bus\"",
+            // Questions, explanations, scenarios and settings.
+            "What is an NCCL watchdog timeout, and how do you debug it?",
+            "First, it helps to understand what causes the CUDA out of memory error.",
+            "I'd expect NCCL errors only to occur with more than one GPU.",
+            "Is there a reliable way to check for CUDA out of memory in a callback?",
+            "You train a model for a day. At step 9,000 the loss suddenly jumps to NaN. You lower the learning rate and try again.",
+            "# NCCL timeout (60 minutes, default 10 minutes)",
+            // A troubleshooting table, and a program's list of possible causes.
+            "| `CUDA out of memory` | Lower the batch size |",
+            "A GPU crash occurred. Reasons for the failure: a device lost, out of memory, or a driver bug.",
         ] {
             assert_eq!(headline(&d, line), None, "{line}");
         }

@@ -299,6 +299,21 @@ const SCALE_HINT: &str = "The mixed-precision loss scale collapsed, so every ste
 /// kernels/check_numerics_op.cc) is read after these, in [`parse`].
 const RUNTIME_CHECKS: &[(&str, &str, &str)] = &[
     ("non-finite loss", "non_finite_loss", LOSS_HINT),
+    // Stable Baselines' `VecCheckNan` wrapper on what passes between the policy and the
+    // environments: "ValueError: found nan in actions." and "found inf in observations"
+    // (stable_baselines3/common/vec_env/vec_check_nan.py, `_check_val`, "found {nan|inf} in
+    // {name}"). Non-finite actions are the policy's output.
+    ("found nan in actions", "nan_output", POLICY_HINT),
+    ("found inf in actions", "nan_output", POLICY_HINT),
+    ("found nan in observations", "non_finite_value", POLICY_HINT),
+    ("found inf in observations", "non_finite_value", POLICY_HINT),
+    ("found nan in rewards", "non_finite_value", POLICY_HINT),
+    ("found inf in rewards", "non_finite_value", POLICY_HINT),
+    // Unity ML-Agents' checks of what an agent observed and earned: "An agent had a NaN
+    // observation in the environment" (mlagents_envs/rpc_utils.py), "… for brain <name>" and
+    // "An agent had a NaN reward." in older releases (mlagents/envs/brain.py).
+    ("had a NaN observation", "non_finite_value", POLICY_HINT),
+    ("had a NaN reward", "non_finite_value", POLICY_HINT),
     ("loss is non-finite", "non_finite_loss", LOSS_HINT),
     ("Non-finite norm", "nan_grad_norm", GRAD_HINT),
     ("non-finite norm", "nan_grad_norm", GRAD_HINT),
@@ -499,15 +514,32 @@ const NAN_TENSOR_HINT: &str = "A tensor printed in the log is NaN throughout (a 
 /// "std = tensor([[nan, nan, nan,  ..., nan, nan, nan],". A tensor of two or more dimensions
 /// (`tensor([[[nan, nan, …`) with eight or more in its first row is a model's output printed
 /// whole, its last dimension narrower than a row: examples print small vectors.
+///
+/// NumPy prints the same without commas: a row of twelve or more (`[nan nan nan nan …`), or its
+/// summary of a large array, three at each end around `...` ("Output for disp: [[[[nan nan
+/// nan ... nan nan nan]", numpy's `threshold` and `edgeitems`).
 fn nan_tensor(line: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
-    line.contains("tensor([")
+    static NUMPY: OnceLock<Regex> = OnceLock::new();
+    (line.contains("tensor([")
         && super::prose::cached(
             &R,
             r"\btensor\(\[+\s*(?:(?:nan,\s*){11,}nan\b|(?:nan,\s*){3}\.\.\.,\s*(?:nan,\s*){2}nan\b)|\btensor\(\[\[+\s*(?:nan,\s*){7,}nan\b",
         )
-        .is_match(line)
+        .is_match(line))
+        || (line.contains("[nan ")
+            && super::prose::cached(
+                &NUMPY,
+                r"(?:^|[^\w(])\[+\s*(?:(?:nan\s+){11,}nan\b|(?:nan\s+){2}nan\s+\.\.\.\s+(?:nan\s+){2}nan\])",
+            )
+            .is_match(line))
 }
+
+const POLICY_HINT: &str = "A reinforcement-learning loop passed a non-finite value between the \
+     policy and its environments: NaN actions come from the policy network (check its loss, \
+     learning rate and log-std), NaN observations or rewards from the environment or the \
+     simulator (check its state and the actions it was given); clip actions and normalise \
+     observations.";
 
 const SIMULATION_HINT: &str = "The physics simulation's state became NaN, infinite or huge: \
      the controls or forces it was given were non-finite or too large for its time step (a \
@@ -922,6 +954,7 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             if let Some(c) = p.changed_state.captures(line).filter(|c| {
                 c.get(0)
                     .is_some_and(|m| !p.hedged.is_match(&own_conditions(&line[..m.start()])))
+                    && !super::prose::second_person_scenario(line)
             }) {
                 return value_headline(&c, false);
             }

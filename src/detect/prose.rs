@@ -205,6 +205,9 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     }
     // Program output, however many words its message has: PyTorch's own messages run to
     // paragraphs that explain themselves ("… This typically indicates a NCCL/CUDA API hang …").
+    if among_possible_causes(line, hits) {
+        return true;
+    }
     let first = hits.iter().map(|h| h.start).min().unwrap_or(0);
     if line.get(..first).is_some_and(log_shaped) {
         return false;
@@ -212,6 +215,10 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     if announces_a_fix(line)
         || named_as_avoided(line, hits)
         || quantified_class(line, hits)
+        || plural_in_general(line, hits)
+        || set_with_its_default(line, hits)
+        || asked_about(line, hits)
+        || second_person_scenario(line)
         || listed_as_a_topic(line, hits)
         || (names_a_class(line) && !has_report_cue(line))
         || met_if_you(line, hits)
@@ -223,6 +230,7 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     if hits.iter().all(|h| bare_exception_class(line, h))
         || reference_description(line)
         || reference_table_row(line, hits)
+        || advice_table_row(line, hits)
         || names_its_messages(line, hits)
     {
         return true;
@@ -418,8 +426,16 @@ fn bare_exception_class(line: &str, hit: &Range<usize>) -> bool {
         return false;
     }
     static CLASS: OnceLock<Regex> = OnceLock::new();
+    // The object of a change to code (a pull request's "align torch.cuda.OutOfMemoryError",
+    // "Expose CUDAOutOfMemoryError to Python", "adds `NcclTimeoutError`") is the class itself.
+    static CHANGED: OnceLock<Regex> = OnceLock::new();
     let named_as_class = rest.starts_with(['#', '\u{b6}'])
-        || cached(&CLASS, r"(?i)(?:^|\s)(?:class|exception)\s*$").is_match(before);
+        || cached(&CLASS, r"(?i)(?:^|\s)(?:class|exception)\s*$").is_match(before)
+        || cached(
+            &CHANGED,
+            r"(?i)(?:^|[\s\]:])(?:align|add|support|expose|implement|export|convert|wrap|rename|deprecate|introduce|define|register|subclass|inherit\s+from)(?:s|ed)?\s*$",
+        )
+        .is_match(before);
     if named_as_class {
         return true;
     }
@@ -443,17 +459,28 @@ fn bare_exception_class(line: &str, hit: &Range<usize>) -> bool {
 /// Is every one of `hits` the object of a purpose clause that says what a change or a setting is
 /// for: "adds a `timeout` argument … to avoid Socket Timeouts when using …", "set
 /// PYTORCH_CUDA_ALLOC_CONF to prevent CUDA out of memory errors", "in order to handle NCCL
-/// timeouts"? (Up to two words may come between the verb and the name: "to avoid the CUDA …".) What a change avoids has not happened; a report cue anywhere on the line ("I
+/// timeouts", a feature request's "Reliable way to check for CUDA out of memory"? (Up to two words may come between the verb and the name: "to avoid the CUDA …".) What a change avoids has not happened; a report cue anywhere on the line ("I
 /// lowered the batch size to avoid OOM but got …") keeps it a report.
 fn named_as_avoided(line: &str, hits: &[Range<usize>]) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let purpose = cached(
         &R,
-        r"(?i)\bto\s+(?:avoid|prevent|fix|handle|catch|mitigate|work\s*around|guard\s+against|recover\s+from|tolerate|reduce)\s+(?:[\w.-]+\s+){0,2}[`'\x22*]*$",
+        r"(?i)\bto\s+(?:(?:reliably|properly|correctly|safely)\s+)?(?:avoid|prevent|fix|handle|catch|mitigate|work\s*around|guard\s+against|recover\s+from|tolerate|reduce|check\s+for|detect|recogni[sz]e|tell\s+apart)\s+(?:[\w.-]+\s+){0,2}[`'\x22*]*$",
     );
     hits.iter()
         .all(|h| line.get(..h.start).is_some_and(|b| purpose.is_match(b)))
-        && !report_cue().is_match(line)
+        && !report_cue().is_match(&without_negated_sightings(line))
+}
+
+/// `text` without a sighting that the writer negates ("Currently I see no way to …", "we found
+/// no reliable way"): the words of a report cue that report nothing.
+fn without_negated_sightings(text: &str) -> std::borrow::Cow<'_, str> {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r"(?i)\b(?:i|we)\s+(?:see|saw|found|find|get|got|have|had)\s+no\b",
+    )
+    .replace_all(text, " ")
 }
 
 /// Is the first of `hits` (and with it the list it opens, "`A` or `B`") a text that something
@@ -533,6 +560,199 @@ fn quantified_class(line: &str, hits: &[Range<usize>]) -> bool {
             && !after[1..].starts_with(|c: char| c.is_alphanumeric())
             && line.get(..h.start).is_some_and(|b| quantifier.is_match(b))
     }) && !report_cue().is_match(line)
+}
+
+/// Is every one of `hits` a plural that a general statement makes a class of errors, by what
+/// such errors do or are expected to do: "I'd expect NCCL errors only to occur in multi GPU
+/// settings", "CUDA errors are reported asynchronously", "NCCL timeouts usually mean a rank is
+/// stuck"? The plural's predicate is in the general present or behind a modal. A report cue on
+/// the line keeps it a report ("NCCL errors are thrown on rank 3", "when I run it, CUDA errors
+/// appear").
+fn plural_in_general(line: &str, hits: &[Range<usize>]) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let predicate = cached(
+        &R,
+        r"(?i)^s\s+(?:(?:only|usually|often|typically|generally|normally|mostly|sometimes|commonly|rarely|always|never|just)\s+)*(?:to\s+)?(?:occur|happen|arise|appear|are|can|could|may|might|should|would|will|tend|mean|indicate|come)\b",
+    );
+    !hits.is_empty()
+        && hits
+            .iter()
+            .all(|h| predicate.is_match(line.get(h.end..).unwrap_or("")))
+        && !report_cue().is_match(line)
+}
+
+/// Is every one of `hits` the name of a setting given with its default in parentheses: a
+/// launcher's "# NCCL timeout (30 minutes - increased from default 10 minutes)", a doc's "NCCL
+/// timeout (default: 600 s)"? A program that times out says what it waited for, not what it
+/// would have waited by default.
+fn set_with_its_default(line: &str, hits: &[Range<usize>]) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let setting = cached(&R, r"(?i)^s?\s*\([^()]*\bdefault\b[^()]*\)");
+    !hits.is_empty()
+        && hits
+            .iter()
+            .all(|h| setting.is_match(line.get(h.end..).unwrap_or("")))
+}
+
+/// Is every one of `hits` what a question or an explanation asks about in general: "What is an
+/// NCCL watchdog timeout, and why is it hard to resolve?", "it is important to understand what
+/// causes the GPU out of memory error", "Why do CUDA errors show up later"? The error is the
+/// subject of the wh-clause, with an article or up to three words before it; a report asks about
+/// its own error with a demonstrative ("what causes this error: …") or a report cue.
+fn asked_about(line: &str, hits: &[Range<usize>]) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let asked = cached(
+        &R,
+        r"(?i)\b(?:what\s+(?:is|are)\s+(?:an?|the)|what\s+(?:causes|triggers|leads\s+to)(?:\s+(?:an?|the))?|why\s+(?:do|does|would)(?:\s+(?:an?|the))?)\s+(?:[\w-]+\s+){0,3}?[`'\x22*]*$",
+    );
+    !hits.is_empty()
+        && hits.iter().all(|h| {
+            line.get(..h.start).is_some_and(|b| asked.is_match(b))
+                && !report_cue().is_match(sentence_around(line, h))
+        })
+}
+
+/// The sentence of `line` that holds `hit`: from the full stop, question or exclamation mark
+/// before it (and a space) to the one after it.
+fn sentence_around<'a>(line: &'a str, hit: &Range<usize>) -> &'a str {
+    let start = line
+        .get(..hit.start)
+        .and_then(|b| b.rfind(['.', '?', '!']).map(|i| i + 1))
+        .unwrap_or(0);
+    let end = line
+        .get(hit.end..)
+        .and_then(|a| a.find(['.', '?', '!']).map(|i| hit.end + i))
+        .unwrap_or(line.len());
+    line.get(start..end).unwrap_or(line)
+}
+
+/// Does `line` tell a scenario in the second person, a problem statement's or a tutorial's "You
+/// train a model in bf16 … At step 8,000, the loss suddenly jumps to NaN. … You add gradient
+/// clipping. … You lower the learning rate."? Two sentences or more open with "You" and a verb
+/// in the present that is not a modal ("you can", "you should" are advice, which other checks
+/// read): a reader's imagined run, not the writer's.
+pub fn second_person_scenario(line: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    const SENTENCES: usize = 2;
+    cached(&R, r"(?:^|[.!?]\s+)You\s+([a-z]+)\b")
+        .captures_iter(line)
+        .filter(|c| {
+            !matches!(
+                c.get(1).map_or("", |m| m.as_str()),
+                "can"
+                    | "could"
+                    | "may"
+                    | "might"
+                    | "will"
+                    | "would"
+                    | "should"
+                    | "must"
+                    | "need"
+                    | "are"
+                    | "were"
+                    | "have"
+                    | "had"
+                    | "got"
+                    | "get"
+                    | "see"
+                    | "saw"
+            )
+        })
+        .count()
+        >= SENTENCES
+}
+
+/// A row of a troubleshooting table: the error alone in its cell and, in another cell, the advice
+/// that an imperative opens ("| `CUDA out of memory` | Reduce batch_size or image_size |", "|
+/// NCCL timeout | Check the network | …"). A report's table of runs holds values and outcomes
+/// ("| 64 | OOM |"), not instructions.
+fn advice_table_row(line: &str, hits: &[Range<usize>]) -> bool {
+    const ADVICE: [&str; 36] = [
+        "reduce",
+        "lower",
+        "increase",
+        "decrease",
+        "use",
+        "set",
+        "check",
+        "restart",
+        "reinstall",
+        "install",
+        "upgrade",
+        "downgrade",
+        "update",
+        "try",
+        "enable",
+        "disable",
+        "add",
+        "remove",
+        "verify",
+        "ensure",
+        "make",
+        "run",
+        "call",
+        "switch",
+        "limit",
+        "free",
+        "clear",
+        "move",
+        "export",
+        "unset",
+        "rebuild",
+        "reboot",
+        "retry",
+        "delete",
+        "pass",
+        "avoid",
+    ];
+    let t = line.trim();
+    if !t.starts_with('|') || !t.ends_with('|') || t.matches('|').count() < 3 {
+        return false;
+    }
+    let Some(first) = hits.iter().map(|h| h.start).min() else {
+        return false;
+    };
+    let mut start = 0;
+    let cells: Vec<(Range<usize>, &str)> = line
+        .split('|')
+        .map(|cell| {
+            let range = start..start + cell.len();
+            start = range.end + 1;
+            (range, cell)
+        })
+        .collect();
+    let Some((hit_cell, text)) = cells.iter().find(|(r, _)| r.contains(&first)) else {
+        return false;
+    };
+    // The error and little else: its name, perhaps behind an exception's class.
+    if text.split_whitespace().count() > 10 {
+        return false;
+    }
+    cells.iter().any(|(r, cell)| {
+        r != hit_cell
+            && cell
+                .trim()
+                .trim_start_matches(['*', '`', '-', ' '])
+                .split(|c: char| !c.is_alphabetic())
+                .next()
+                .is_some_and(|w| ADVICE.contains(&w.to_ascii_lowercase().as_str()))
+    })
+}
+
+/// Is every one of `hits` one of the alternatives that a list of possible causes offers, a
+/// comma before it and "or" closing the list after it: Omniverse's "A GPU crash occurred. …
+/// Reasons for the failure: a device lost, out of memory, or an unexpected bug." A program that
+/// says what may have happened names no error it met, so this holds in a log record too.
+fn among_possible_causes(line: &str, hits: &[Range<usize>]) -> bool {
+    !hits.is_empty()
+        && hits.iter().all(|h| {
+            let before = line.get(..h.start).unwrap_or("").trim_end();
+            let after = line.get(h.end..).unwrap_or("").trim_start();
+            before.ends_with(',')
+                && (after.starts_with(", or ")
+                    || after.starts_with(",or ")
+                    || after.starts_with("or "))
+        })
 }
 
 /// Is every one of `hits` a bare name between two separators of an enumeration: "covers NCCL

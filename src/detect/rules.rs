@@ -256,6 +256,11 @@ const fn generic_cuda(name: &'static str, literals: &'static [&'static str]) -> 
     }
 }
 
+/// The hint of the rows for a job that ran out of the node's RAM rather than the GPU's memory.
+const HOST_OOM_HINT: &str = "The job ran out of host RAM, not GPU memory: check the node's free \
+    memory and the job's memory limit (cgroup, Slurm --mem, the pod's limit), and what holds \
+    host memory (DataLoader workers, pinned buffers, a checkpoint or dataset loaded whole).";
+
 pub const HEADLINE_RULES: &[HeadlineRule] = &[
     HeadlineRule {
         // A failed Vulkan call (ncnn's upscalers, llama.cpp's and GPT4All's Vulkan backends),
@@ -695,8 +700,11 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     HeadlineRule {
         // Any other failure of a kernel compiled at run time: PyTorch's "nvrtc compilation
         // failed" (NVRTC's `nvrtcResult` NVRTC_ERROR_COMPILATION).
+        // CuPy raises NVRTC's result as `cupy.cuda.nvrtc.NVRTCError: NVRTC_ERROR_COMPILATION
+        // (6)` (cupy/cuda/nvrtc.pyx, `check_status`), with the name its table gives the value,
+        // "NVRTC_ERROR unknown (7)" for one it lacks.
         name: "nvrtc_compilation_failed",
-        literals: &["nvrtc compilation failed"],
+        literals: &["nvrtc compilation failed", "NVRTCError: NVRTC_ERROR"],
         kind: Kind::CudaError,
         category: "nvrtc_compilation_failed",
         blame: Blame::Application,
@@ -1025,6 +1033,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // sentence) and CUDA Library Samples' "cuBLAS API failed with status 7".
             "cuBLAS Error: ",
             "cuBLAS API failed with status",
+            // TensorRT's wrapper names its function before the value: "cuBLAS Error in
+            // CublasWrapper: 3 (Could not initialize cublas. …)".
+            "cuBLAS Error in ",
             // The same wrappers in the other spellings of the library's name: Transformer
             // Engine's older `NVTE_CHECK_CUBLAS` ("CUBLAS Error: the requested functionality is
             // not supported", transformer_engine/common/include/transformer_engine/logging.h),
@@ -1062,6 +1073,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "CUDA error: out of memory",
             "CUDA_ERROR_OUT_OF_MEMORY",
             "cudaErrorMemoryAllocation",
+            // CNMeM, the memory pool of Triton's early releases, Theano and Caffe: its status
+            // when the pool cannot grow (NVIDIA/cnmem, include/cnmem.h, `cnmemStatus_t`).
+            "CNMEM_STATUS_OUT_OF_MEMORY",
             // TensorFlow: `ResourceExhaustedError` with "OOM when allocating tensor with shape[…]"
             // (tensorflow/core/common_runtime/bfc_allocator.cc, op_kernel.cc) and the BFC
             // allocator's "Allocator (GPU_0_bfc) ran out of memory trying to allocate".
@@ -1444,9 +1458,7 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         kind: Kind::Oom,
         category: "host_oom",
         blame: Blame::Application,
-        hint: "The job ran out of host RAM, not GPU memory: check the node's free memory and the \
-               job's memory limit (cgroup, Slurm --mem, the pod's limit), and what holds host \
-               memory (DataLoader workers, pinned buffers, a checkpoint or dataset loaded whole).",
+        hint: HOST_OOM_HINT,
         priority: MID,
         requires_any: &[],
         refines: &[],
@@ -1721,6 +1733,37 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         "cuda_error_code_in_words",
         &["(error code ", " failed res="],
     ),
+    // A program's own line that names the failed driver or runtime call and the value it
+    // returned: DeepStream's "nvbufsurftransform:cuInit failed : 804", Isaac Gym's
+    // "cudaImportExternalMemory failed on rgbImage buffer with error 999", SAPIEN's
+    // "SynchronizeStreams cuEventRecord failed with error 700". Counted only where
+    // `cuda_catalog` names the value after a `cu…`/`cuda…` call (detect's `REFINED_ONLY`).
+    HeadlineRule {
+        guard: Some(super::cuda_catalog::names_failed_call_value),
+        ..generic_cuda(
+            "cuda_call_failed_numbered",
+            &[" with error ", " failed : ", "cuInit failed"],
+        )
+    },
+    HeadlineRule {
+        // A title's or a sentence's shorthand for an error, its value and words of its message:
+        // "CUDA 700 (illegal memory access) in crb/factor_m CSR path on sm_89", `crashes with a
+        // CUDA 700 "illegal memory access"`. Only where the words agree with the value's message
+        // (`cuda_catalog::code_with_its_words`), which names the family.
+        name: "cuda_code_with_its_words",
+        literals: &["CUDA "],
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: GENERIC_CUDA_HINT,
+        priority: GENERIC,
+        requires_any: &[],
+        refines: &[],
+        guard: Some(super::cuda_catalog::names_code_with_its_words),
+    },
+    // PhysX's CUDA context manager, when a module does not load: "PhysX error: Failed to load
+    // CUDA module data. Cuda error code 222." (the `CUresult`).
+    generic_cuda("cuda_error_code_numbered", &["Cuda error code "]),
     HeadlineRule {
         // HAMi-core refusing an allocation past the container's share of GPU memory:
         // "[HAMI-core ERROR (pid:30 thread=… allocator.c:53)]: Device 0 OOM 3171158016 /
@@ -2138,6 +2181,41 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // Other libraries fail with "internal error" too: XLA's wording counts only where the
         // line names NCCL, as all the other literals do.
         requires_any: &["NCCL", "nccl", "Nccl"],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // PyTorch's NCCL process group on a process that sees no GPU: "ValueError:
+        // ProcessGroupNCCL is only supported with GPUs, no GPUs found!"
+        // (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, the constructor's check of
+        // `at::cuda::getNumGPUs()`).
+        name: "nccl_process_group_without_gpu",
+        literals: &["ProcessGroupNCCL is only supported with GPUs"],
+        kind: Kind::NcclError,
+        category: "nccl_backend_unavailable",
+        blame: Blame::Application,
+        hint: "The job created an NCCL process group in a process that sees no GPU: check \
+               CUDA_VISIBLE_DEVICES, the container's or the scheduler's GPU request and \
+               nvidia-smi on the node, or use the gloo backend for a CPU run.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // CNMeM's other statuses where a program sets up or uses its pool: Triton's "Failed to
+        // finalize CUDA memory manager: CNMEM_STATUS_INVALID_ARGUMENT" (server.cc, its early
+        // releases), after which it serves the model on the CPU.
+        name: "cnmem_status",
+        literals: &["CNMEM_STATUS_"],
+        kind: Kind::CudaError,
+        category: "cuda_memory_pool_init_failed",
+        blame: Blame::Unknown,
+        hint: "The CNMeM memory pool could not be set up on the GPU (a pool size larger than the \
+               free memory, an unsupported GPU or a driver mismatch): check the pool's size \
+               settings against the GPU's free memory and the driver.",
+        priority: MID,
+        requires_any: &[],
         refines: &[],
         guard: None,
     },
@@ -2917,6 +2995,11 @@ pub const CUTLASS_STATUS_TEXTS: [&str; 10] = [
 /// scale. Kept specific so ordinary `loss=` progress lines never reach the regexes.
 pub const NUMERIC_LITERALS: &[&str] = &[
     "non-finite",
+    // Stable Baselines' `VecCheckNan` and ML-Agents' observation check (`numeric`).
+    "found nan in ",
+    "found inf in ",
+    "had a NaN observation",
+    "had a NaN reward",
     "NaN or Inf found in input tensor",
     ": nan",
     ":nan",

@@ -205,6 +205,9 @@ const ERRORS: &[VkError] = &[
 /// The headline row's literals: every form above holds one of them.
 pub const LITERALS: &[&str] = &[
     "VK_ERROR_",
+    // Omniverse's Vulkan plugin (Isaac Sim) prints the value's name without its `VK_` prefix:
+    // "[carb.graphics-vulkan.plugin] VkResult: ERROR_DEVICE_LOST".
+    "VkResult: ERROR_",
     "ErrorOutOfDeviceMemory",
     "ErrorOutOfHostMemory",
     "ErrorDeviceLost",
@@ -259,9 +262,12 @@ pub fn refine(line: &str) -> Option<Evidence> {
     static HPP: OnceLock<Regex> = OnceLock::new();
     static CALL: OnceLock<Regex> = OnceLock::new();
     let by = |f: &dyn Fn(&VkError) -> bool| ERRORS.iter().find(|e| f(e));
-    let found = cached(&NAME, r"VK_ERROR_[A-Z_]+")
-        .find_iter(line)
-        .find_map(|m| by(&|e| e.name == m.as_str()))
+    let found = cached(&NAME, r"(?:VK_|VkResult: )(ERROR_[A-Z_]+)")
+        .captures_iter(line)
+        .find_map(|c| {
+            let name = c.get(1)?.as_str();
+            by(&|e| e.name.strip_prefix("VK_") == Some(name))
+        })
         .or_else(|| {
             // `ErrorDeviceLost` alone, not the tail of `cudaErrorDeviceLost`-like identifiers;
             // the class names end in `Error`.
@@ -385,8 +391,8 @@ mod tests {
         for l in LITERALS {
             let line = if l.ends_with(" failed") {
                 format!("{l} -2")
-            } else if *l == "VK_ERROR_" {
-                "VK_ERROR_DEVICE_LOST".to_owned()
+            } else if l.ends_with("ERROR_") {
+                format!("{l}DEVICE_LOST")
             } else {
                 (*l).to_owned()
             };

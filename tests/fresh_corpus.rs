@@ -1,6 +1,6 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh42/` (round twenty-nine), all spent and kept for regressions, and
-//! `tests/fresh43/`, which round twenty-nine collected for the next round and left unread: for an
+//! through `tests/fresh44/` (round thirty), all spent and kept for regressions, and
+//! `tests/fresh45/`, which round thirty collected for the next round and left unread: for an
 //! unread set (its README says `**Status: unread.**`) the figures are printed, the misses are not.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
@@ -730,8 +730,21 @@ fn fresh42_set_scores() {
 }
 
 /// Round twenty-nine's second set, collected with the first and scored once with the round's
-/// rules; unread, so the test prints its figures but not its misses.
+/// rules before any of its samples was read; round thirty read it, so it is spent.
 #[test]
 fn fresh43_set_scores() {
     score("fresh43");
+}
+
+/// Round thirty's first set, scored once before any of its samples was read; spent since.
+#[test]
+fn fresh44_set_scores() {
+    score("fresh44");
+}
+
+/// Round thirty's second set, scored before and after the round's rules; unread, so the test
+/// prints its figures but not its misses.
+#[test]
+fn fresh45_set_scores() {
+    score("fresh45");
 }

@@ -574,11 +574,16 @@ fn plural_in_general(line: &str, hits: &[Range<usize>]) -> bool {
         &R,
         r"(?i)^s\s+(?:(?:only|usually|often|typically|generally|normally|mostly|sometimes|commonly|rarely|always|never|just)\s+)*(?:to\s+)?(?:occur|happen|arise|appear|are|can|could|may|might|should|would|will|tend|mean|indicate|come)\b",
     );
+    all_followed_by(line, hits, predicate) && !report_cue().is_match(line)
+}
+
+/// Is each of `hits` (one at least) followed by text that `after`, anchored at its start,
+/// matches?
+fn all_followed_by(line: &str, hits: &[Range<usize>], after: &Regex) -> bool {
     !hits.is_empty()
         && hits
             .iter()
-            .all(|h| predicate.is_match(line.get(h.end..).unwrap_or("")))
-        && !report_cue().is_match(line)
+            .all(|h| after.is_match(line.get(h.end..).unwrap_or("")))
 }
 
 /// Is every one of `hits` the name of a setting given with its default in parentheses: a
@@ -587,11 +592,11 @@ fn plural_in_general(line: &str, hits: &[Range<usize>]) -> bool {
 /// would have waited by default.
 fn set_with_its_default(line: &str, hits: &[Range<usize>]) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
-    let setting = cached(&R, r"(?i)^s?\s*\([^()]*\bdefault\b[^()]*\)");
-    !hits.is_empty()
-        && hits
-            .iter()
-            .all(|h| setting.is_match(line.get(h.end..).unwrap_or("")))
+    all_followed_by(
+        line,
+        hits,
+        cached(&R, r"(?i)^s?\s*\([^()]*\bdefault\b[^()]*\)"),
+    )
 }
 
 /// Is every one of `hits` what a question or an explanation asks about in general: "What is an

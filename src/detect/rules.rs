@@ -1750,16 +1750,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // "CUDA 700 (illegal memory access) in crb/factor_m CSR path on sm_89", `crashes with a
         // CUDA 700 "illegal memory access"`. Only where the words agree with the value's message
         // (`cuda_catalog::code_with_its_words`), which names the family.
-        name: "cuda_code_with_its_words",
-        literals: &["CUDA "],
-        kind: Kind::CudaError,
-        category: "unknown",
-        blame: Blame::Unknown,
-        hint: GENERIC_CUDA_HINT,
-        priority: GENERIC,
-        requires_any: &[],
-        refines: &[],
         guard: Some(super::cuda_catalog::names_code_with_its_words),
+        ..generic_cuda("cuda_code_with_its_words", &["CUDA "])
     },
     // PhysX's CUDA context manager, when a module does not load: "PhysX error: Failed to load
     // CUDA module data. Cuda error code 222." (the `CUresult`).

@@ -308,6 +308,38 @@ pub fn literal_line(line: &str) -> bool {
     )
     .captures(line)
     .is_some_and(|c| c.name("tail").is_some() || placeholder().is_match(line))
+        || concatenated_literal(line)
+}
+
+/// A piece of a string that source builds by concatenation, escaped newline and all: Go's and
+/// Java's `message: "[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0\n" +`, a test table's
+/// multi-line kernel message. (A notebook's captured output, `"…\n",`, has no `+`.)
+fn concatenated_literal(line: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &R,
+        r#"^\s*(?:[A-Za-z_]\w*\s*[:=]\s*)?(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')\s*\+\s*$"#,
+    )
+    .is_match(line)
+}
+
+/// A comment of source or of a shell script whose own text is kernel text: `# NVRM: Xid
+/// (PCI:0000:08:00): 79, GPU has fallen off the bus` under "# Example line:" in a health checker,
+/// `// NVRM: Xid …` in Go or C. The kernel never starts a line with a comment marker, and a shell
+/// prompt (`# dmesg`) is followed by a command, not by the kernel's text; so for kernel text this
+/// marks data. Lines indented inside a comment (`#     NVRM: GPU0 …`) are a block quoted in the
+/// comment's prose, as a note of what a machine logged, and are read as ever.
+pub fn commented_out(line: &str) -> bool {
+    let t = line.trim_start();
+    t.strip_prefix("# ")
+        .or_else(|| t.strip_prefix("// "))
+        .or_else(|| t.strip_prefix("-- "))
+        .is_some_and(|rest| {
+            rest.starts_with("NVRM")
+                || rest.starts_with("nvidia-nvswitch")
+                || rest.starts_with('[') && rest.contains("] NVRM")
+                || rest.starts_with("kernel: ")
+        })
 }
 
 /// Several `key=value` pairs with no spaces around `=`, as logfmt output has

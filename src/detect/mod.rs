@@ -156,6 +156,8 @@ impl DetectorSet {
         // NVSwitch errors (`nvidia-nvswitchN: SXid (PCI:…): …`) and GPU driver events without an
         // Xid number (GSP heartbeat/RPC timeouts, NVLink training); see docs/kernel-events.md.
         add("SXid (", Owner::Sxid);
+        add("detected NVSwitch fatal error", Owner::Sxid);
+        add("detected NVSwitch non-fatal error", Owner::Sxid);
         // The tag of NCCL's warnings: a line is a failure when the catalog knows its message
         // (half the catalogued messages hold no other anchor).
         add("NCCL WARN", Owner::NcclWarn);
@@ -173,11 +175,13 @@ impl DetectorSet {
         add("NVRM", Owner::Driver);
         // The gate is derived from the detail literals: every literal that can open or extend an
         // incident on its own line, i.e. all but the continuation literals, which are only read
-        // in the follow window of a gated line.
+        // in the follow window of a gated line, and the driver-event literals, which count only
+        // on a line that also holds `NVRM` (`xid::parse_gpu_event`) and so pass the gate by its
+        // anchor.
         let openers: Vec<String> = detail
             .iter()
             .zip(&owners)
-            .filter(|(_, o)| !matches!(o, Owner::Continuation | Owner::Refine(_)))
+            .filter(|(_, o)| !matches!(o, Owner::Continuation | Owner::Refine(_) | Owner::GpuEvent))
             .map(|(l, _)| l.clone())
             .collect();
         let gate_literals = derive_gate(&openers);
@@ -323,7 +327,12 @@ impl DetectorSet {
             .into_iter()
             .map(|(_, r)| r)
             .collect();
-        code::string_field(line) || (!hits.is_empty() && code::holds_error_in_code(line, &hits))
+        // A line that is one string literal of source (`"Current loss scale already at minimum
+        // - cannot decrease scale anymore. Exiting run.")`, an argument on the line below
+        // `raise Exception(`) is code whatever rows its literals belong to.
+        code::string_field(line)
+            || code::literal_line(line)
+            || (!hits.is_empty() && code::holds_error_in_code(line, &hits))
     }
 
     /// The kinds of the errors `line` names in passing: a sentence that quotes or explains an
@@ -391,7 +400,10 @@ impl DetectorSet {
         // program's own error may be printed that way, by Rust's `{:#?}` or Node's inspect, so
         // the headline rows below still read such a line.)
         let has = |o: Owner| flags & flag(o) != 0;
-        let kernel_data = code::string_field(line) || code::diagram_message(line);
+        let kernel_data = code::string_field(line)
+            || code::diagram_message(line)
+            || code::literal_line(line)
+            || code::commented_out(line);
         let kernel_event = |o: Owner| !kernel_data && has(o);
         if kernel_event(Owner::Xid) {
             if let Some(e) = xid::parse_xid(line) {
@@ -563,7 +575,7 @@ impl DetectorSet {
                 return Some(e);
             }
         }
-        if has(Owner::Mention) {
+        if kernel_event(Owner::Mention) {
             if let Some(e) = xid::parse_mention(line) {
                 return Some(e);
             }
@@ -881,6 +893,7 @@ pub fn required_literals(pattern: &str) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::SxidSeverity;
 
     /// Every literal that can open an incident, as `DetectorSet::new` collects them.
     fn openers(d: &DetectorSet) -> Vec<String> {
@@ -1997,6 +2010,61 @@ mod tests {
         ] {
             assert_eq!(headline(&d, line), None, "{line}");
         }
+    }
+
+    /// Round thirty-one: NVML's failures as nvidia-smi and the device plugin print them, bindings'
+    /// and Spark's GPU out-of-memory names, the Fabric Manager's SXid lines, and kernel text held
+    /// in source.
+    #[test]
+    fn round_thirty_one_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error", Kind::CudaError, "nvml_gpu_lost"),
+            ("miller上 nvidia-smi 报错 Unable to determine the device handle for GPU0000:20:00.0: Unknown Error", Kind::CudaError, "nvml_gpu_lost"),
+            ("Unable to determine the device handle for GPU 0000:3B:00.0: GPU is lost.  Reboot the system to recover this GPU", Kind::CudaError, "nvml_gpu_lost"),
+            ("Failed to initialize NVML: Driver/library version mismatch", Kind::CudaError, "driver_library_mismatch"),
+            ("Failed to initialize NVML: Unknown Error", Kind::CudaError, "nvml_init_failed"),
+            ("2021/08/27 23:03:50 Failed to initialize NVML: could not load NVML library.", Kind::CudaError, "nvml_init_failed"),
+            ("Daemonset pods fail with: \"nvidia-container-cli.real: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file: no such file or directory: unknown\"", Kind::CudaError, "nvidia_container_init_failed"),
+            ("Both errors are `ERROR_OUT_OF_MEMORY`, so I assume you're just running very close to the limits of your system.", Kind::Oom, "cuda_oom"),
+            ("23/04/06 15:58:50 WARN TaskSetManager: Lost task 82.0 in stage 2.0 (TID 294) (10.28.9.113 executor 0): com.nvidia.spark.rapids.jni.RetryOOM: task should retry operation", Kind::Oom, "cuda_oom"),
+            ("1) Caused by: com.nvidia.spark.rapids.jni.GpuSplitAndRetryOOM: GPU OutOfMemory: could not split inputs and retry", Kind::Oom, "cuda_oom"),
+        ] {
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        // The Fabric Manager's report of an SXid, with the switch and its port.
+        match d.inspect("[Feb 27 2025 15:10:02] [ERROR] [tid 12727] detected NVSwitch non-fatal error 12028 on fid 0 on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 61") {
+            Some(Evidence::Sxid { sxid, pci, link, severity, .. }) => {
+                assert_eq!(sxid, 12028);
+                assert_eq!(pci.as_deref(), Some("00000000:86:00.0"));
+                assert_eq!(link, Some(61));
+                assert_eq!(severity, Some(SxidSeverity::NonFatal));
+            }
+            other => panic!("{other:?}"),
+        }
+        match d.inspect("[Jul 23 2024 07:53:55] [ERROR] [tid 841] detected NVSwitch fatal error 20034 on fid 0 on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 33") {
+            Some(Evidence::Sxid { sxid: 20034, severity: Some(SxidSeverity::Fatal), .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        for line in [
+            // A GPU that NVML does not find is not a lost one; a sentence about Spark's classes.
+            "Unable to determine the device handle for GPU 0000:D8:00.0: Not Found",
+            "We should be consistent with our GPU OOM exceptions.  Since most other OOM errors are throwing SplitAndRetryOOM",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+        // Kernel text held in source: a comment, a literal, a piece of a concatenated string.
+        for line in [
+            "            # NVRM: Xid (PCI:0000:08:00): 79, GPU has fallen off the bus",
+            "// NVRM: Xid (PCI:0000:3b:00): 48, pid=1234, DBE (double bit error) ECC error",
+            "\t\t\tmessage: \"[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0\\n\" +",
+            "\t\t\t\t\"               NVRM: fallen off the bus and is not responding to commands.\\n\" +",
+            "\t\t\t\t\"NVRM: Xid (PCI:0000:b3:00.0): 79, pid=12345, GPU has fallen off the bus.\",",
+        ] {
+            assert!(d.inspect(line).is_none(), "{line}");
+        }
+        // The source's string argument is code, joined or not.
+        assert!(d.holds_error_in_code("                        \"Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\")"));
     }
 
     /// Round thirty: numbered calls and codes of programs outside PyTorch, shorthand titles, RL

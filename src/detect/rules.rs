@@ -241,6 +241,17 @@ pub(crate) const GENERIC: u8 = 10;
 /// A row for a wrapper's or a library's own words around a CUDA failure, whose family only the
 /// error it names can give: `unknown` until `cuda_catalog` or a later line names the error (the
 /// rows of detect's `REFINED_ONLY` count only then).
+/// Does `line` hold `ERROR_OUT_OF_MEMORY` as a word of its own, not the tail of
+/// `CUDA_ERROR_OUT_OF_MEMORY` (or of another library's `…_ERROR_OUT_OF_MEMORY`)?
+fn bare_result_name_oom(line: &str) -> bool {
+    line.match_indices("ERROR_OUT_OF_MEMORY").any(|(at, _)| {
+        !line[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
 const fn generic_cuda(name: &'static str, literals: &'static [&'static str]) -> HeadlineRule {
     HeadlineRule {
         name,
@@ -1192,6 +1203,15 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // utilization (0.9, 3.6 GiB). Decrease GPU memory utilization or reduce GPU memory
             // used by other processes."
             "on startup is less than desired GPU memory utilization",
+            // The RAPIDS Accelerator for Apache Spark, since 23.04: the GPU allocation that
+            // failed is thrown as `com.nvidia.spark.rapids.jni.RetryOOM`, `SplitAndRetryOOM`
+            // and, later, `GpuRetryOOM` / `GpuSplitAndRetryOOM` ("GPU OutOfMemory: could not split
+            // inputs and retry"); the task retries, then fails (spark-rapids-jni, RmmSpark). Its
+            // `CpuRetryOOM` is host memory and is left out.
+            ".jni.RetryOOM",
+            ".jni.SplitAndRetryOOM",
+            "GpuRetryOOM",
+            "GpuSplitAndRetryOOM",
         ],
         kind: Kind::Oom,
         category: "cuda_oom",
@@ -1442,6 +1462,22 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &["LAUNCH"],
         refines: &[],
         guard: None,
+    },
+    HeadlineRule {
+        // Julia's CUDA.jl (`CuError`'s display: "CUDA error: out of memory (code 2,
+        // ERROR_OUT_OF_MEMORY)") and other bindings that print the driver's `CUresult` name
+        // without its `CUDA_` prefix (cuda.h: `CUDA_ERROR_OUT_OF_MEMORY = 2`). Only the bare
+        // name: the prefixed one is `cuda_oom`'s, and its definitions stay quiet there.
+        name: "cuda_result_name_oom",
+        literals: &["ERROR_OUT_OF_MEMORY"],
+        kind: Kind::Oom,
+        category: "cuda_oom",
+        blame: Blame::Application,
+        hint: OOM_HINT,
+        priority: MID,
+        requires_any: &[],
+        refines: &[],
+        guard: Some(bare_result_name_oom),
     },
     HeadlineRule {
         // PyTorch's host allocator when the node's RAM (or the job's memory limit) is exhausted:
@@ -1785,6 +1821,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         literals: &[
             "container-cli: initialization error",
             "container-cli: device error",
+            // The GPU Operator's toolkit container installs the binary under this name.
+            "container-cli.real: initialization error",
+            "container-cli.real: device error",
         ],
         kind: Kind::CudaError,
         category: "nvidia_container_init_failed",
@@ -1795,6 +1834,69 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                not exist (NVIDIA_VISIBLE_DEVICES). Check nvidia-smi on the node and the \
                nvidia-container-toolkit's version; cordon the node until nvidia-smi works.",
         priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // nvidia-smi (or any NVML client) cannot reach a GPU the driver still lists: "Unable to
+        // determine the device handle for GPU 0000:0B:00.0: Unknown Error", "…: GPU is lost.
+        // Reboot the system to recover this GPU" (NVML's `NVML_ERROR_UNKNOWN` and
+        // `NVML_ERROR_GPU_IS_LOST` for `nvmlDeviceGetHandleByIndex`, whose strings are
+        // `nvmlErrorString`'s in NVIDIA's NVML API reference). The GPU has almost always fallen
+        // off the bus; its Xid 79 is in the kernel log. "…: Not Found" (a GPU the driver never
+        // brought up, or a Jetson's integrated GPU that NVML does not manage) is not this.
+        name: "nvml_gpu_lost",
+        literals: &["device handle for GPU"],
+        kind: Kind::CudaError,
+        category: "nvml_gpu_lost",
+        blame: Blame::Hardware,
+        hint: "NVML (nvidia-smi, DCGM, the device plugin) can no longer reach this GPU: it has \
+               usually fallen off the bus (look for Xid 79 or 'fallen off the bus' in the kernel \
+               log). Drain the node; a GPU reset or a reboot brings it back, and one that keeps \
+               dropping needs a hardware check.",
+        priority: HIGH,
+        requires_any: &["Unknown Error", "GPU is lost", "GPU requires restart"],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // The driver and the user-space NVML library disagree, after a driver upgrade without a
+        // reboot or a container that brings its own libnvidia-ml: "Failed to initialize NVML:
+        // Driver/library version mismatch" (`NVML_ERROR_LIB_RM_VERSION_MISMATCH`, NVML API
+        // reference). Every CUDA program on the node fails the same way until it is fixed.
+        name: "nvml_driver_library_mismatch",
+        literals: &["initialize NVML: Driver/library version mismatch"],
+        kind: Kind::CudaError,
+        category: "driver_library_mismatch",
+        blame: Blame::Driver,
+        hint: "The loaded kernel driver and the NVML/CUDA user-space libraries are different \
+               versions (a driver upgrade without a reboot, or a container shipping its own \
+               libnvidia-ml): reboot the node or reload the nvidia kernel modules, and keep \
+               driver libraries out of images.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // NVML could not start at all, so nvidia-smi, DCGM and the Kubernetes device plugin see
+        // no GPU: "Failed to initialize NVML: Unknown Error" (a container that lost its
+        // /dev/nvidia* device rules after a systemd or cgroup reload), "…: could not load NVML
+        // library" (k8s-device-plugin without the nvidia runtime), "…: Driver Not Loaded",
+        // "…: Insufficient Permissions", "…: GPU access blocked by the operating system" (WSL 2).
+        // The reasons are `nvmlErrorString`'s (NVML API reference); a version mismatch is the row
+        // above.
+        name: "nvml_init_failed",
+        literals: &["Failed to initialize NVML", "failed to initialize NVML"],
+        kind: Kind::CudaError,
+        category: "nvml_init_failed",
+        blame: Blame::Driver,
+        hint: "NVML could not be initialised, so this process (or container) sees no GPU: in a \
+               container, check that the NVIDIA runtime is the one that started it and that a \
+               systemd or cgroup reload did not drop its device access (restart the pod); on \
+               the node, check that the nvidia kernel module is loaded and nvidia-smi works.",
+        priority: MID,
         requires_any: &[],
         refines: &[],
         guard: None,

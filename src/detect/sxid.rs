@@ -251,8 +251,41 @@ pub fn severity_of(text: &str) -> Option<SxidSeverity> {
     }
 }
 
-/// Parses an `nvidia-nvswitchN: SXid (PCI:…): NNNNN, …` line.
+/// Parses the Fabric Manager's own report of an NVSwitch error in its log
+/// (`/var/log/fabricmanager.log`): `[Jul 09 2024 18:14:07] [ERROR] [tid 12727] detected NVSwitch
+/// non-fatal error 12028 on fid 0 on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 61`.
+/// The number is the SXid the switch driver logs for the same event; the port is the switch's
+/// link. (Format as NVIDIA's Fabric Manager prints it; peers such as gpud match the same text.)
+fn parse_fabric_manager(line: &str) -> Option<Evidence> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(
+            r"detected NVSwitch (non-fatal|fatal) error (\d{1,6})(?: on fid \d{1,4})?(?: on NVSwitch pci bus id ((?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?))?(?: physical id \d{1,4})?(?: port (\d{1,3}))?",
+        )
+        .expect("static regex")
+    });
+    let c = re.captures(line)?;
+    let severity = if &c[1] == "fatal" {
+        SxidSeverity::Fatal
+    } else {
+        SxidSeverity::NonFatal
+    };
+    Some(Evidence::Sxid {
+        sxid: c[2].parse().ok()?,
+        pci: c.get(3).map(|m| super::xid::with_domain(m.as_str())),
+        switch: None,
+        link: c.get(4).and_then(|m| m.as_str().parse().ok()),
+        severity: Some(severity),
+        detail: line[c.get(0)?.start()..].trim().to_owned(),
+    })
+}
+
+/// Parses an `nvidia-nvswitchN: SXid (PCI:…): NNNNN, …` line, or the Fabric Manager's
+/// `detected NVSwitch … error NNNNN …` line for the same event.
 pub fn parse(line: &str) -> Option<Evidence> {
+    if !line.contains("SXid (") {
+        return parse_fabric_manager(line);
+    }
     static RE: OnceLock<(Regex, Regex, Regex)> = OnceLock::new();
     let (re, pci_re, link_re) = RE.get_or_init(|| {
         (

@@ -1044,10 +1044,37 @@ pub(crate) fn compared(line: &str, start: usize, end: usize) -> bool {
     if name.contains("SUCCESS") || name.contains("Success") {
         return false;
     }
+    // A name reached through its module path (`CUDA.CUDNN.CUDNN_STATUS_ALLOC_FAILED`, Julia;
+    // `cudart.cudaError_t.cudaErrorMemoryAllocation`, Python's bindings) is compared as the
+    // bare one is.
+    let mut before = before;
+    while let Some(path) = before.strip_suffix('.') {
+        let head = path.trim_end_matches(ident);
+        if head.len() == path.len() {
+            break;
+        }
+        before = head;
+    }
     let (before, after) = (before.trim_end(), after.trim_start());
     ["==", "!="]
         .iter()
         .any(|op| before.ends_with(op) || after.starts_with(op))
+        || member_of_a_tested_set(before)
+}
+
+/// Does `before` (the text before a status name) end inside a set that a test for membership
+/// reads: `x ∈ (CUDNN_STATUS_ALLOC_FAILED, …)` (Julia), `err in (cudaErrorMemoryAllocation, …)`,
+/// `status in [...]` (Python)? The name is one the code looks for, not one a call returned.
+fn member_of_a_tested_set(before: &str) -> bool {
+    let Some(open) = before.rfind(['(', '[', '{']) else {
+        return false;
+    };
+    let inside = &before[open + 1..];
+    if inside.contains([')', ']', '}']) {
+        return false;
+    }
+    let ahead = before[..open].trim_end();
+    ahead.ends_with('∈') || ahead.ends_with(" in") || ahead.ends_with(" not in")
 }
 
 /// Is `line[start..end]` not glued to a neighbouring identifier character? (A message inside a

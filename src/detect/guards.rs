@@ -12,8 +12,9 @@ use super::prose;
 /// noun ("NCCL timeout of 30 minutes", "the NCCL timeout is set to …", "NCCL timeout value"), no
 /// plural or class of them ("fall back on NCCL timeouts", "NCCL watchdog timeout errors are
 /// often observed"), and no verb of changing, avoiding or explaining and no "like" of an example
-/// comes right before them ("increase the NCCL timeout", "Prevent NCCL timeout", "how to debug
-/// NCCL timeout", "Error messages like NCCL watchdog timeout").
+/// comes up to three words before them ("increase the NCCL timeout", "Increase the time of NCCL
+/// timeout", "Prevent NCCL timeout", "how to debug NCCL timeout", "Error messages like NCCL
+/// watchdog timeout"), nor a setting's adjective after them ("make NCCL timeout configurable").
 pub fn timeout_named_as_event(line: &str) -> bool {
     static WORDS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     static AFTER: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
@@ -28,7 +29,7 @@ pub fn timeout_named_as_event(line: &str) -> bool {
     }
     let Some(m) = prose::cached(
         &WORDS,
-        r"(?i)(?:ccl|watchdog|desync|collective)\s+time\s?out",
+        r"(?i)\w*(?:ccl|watchdog|desync|collective)\s+time\s?out",
     )
     .find(text) else {
         return false;
@@ -37,12 +38,12 @@ pub fn timeout_named_as_event(line: &str) -> bool {
     let before = &text[..m.start()];
     !prose::cached(
         &AFTER,
-        r"(?i)^(?:s\b|\s*(?:=|:?\s*\d|of\s+\d|\(s\)|values?\b|settings?\b|parameters?\b|env\w*|variables?\b|flags?\b|defaults?\b|options?\b|configs?\b|configuration\b|errors\b|issues\b|problems\b|messages\b|(?:is|was|can be|should be)\s+(?:set|configured|controlled|changed|increased|\d)))",
+        r"(?i)^(?:s\b|\s*(?:=|:?\s*\d|of\s+\d|\(s\)|values?\b|settings?\b|configurable\b|adjustable\b|tunable\b|parameters?\b|env\w*|variables?\b|flags?\b|defaults?\b|options?\b|configs?\b|configuration\b|errors\b|issues\b|problems\b|messages\b|(?:is|was|can be|should be)\s+(?:set|configured|controlled|changed|increased|\d)))",
     )
     .is_match(after)
         && !prose::cached(
             &BEFORE,
-            r"(?i)\b(?:increas\w*|rais\w*|set|setting|extend\w*|lengthen\w*|chang\w*|configur\w*|adjust\w*|prevent\w*|avoid\w*|fix|fixe[sd]|fixing|handl\w*|reduc\w*|detect\w*|debug\w*|troubleshoot\w*|add|adds|added|adding|bump\w*|support\w*|document\w*|customi[sz]\w*|tun(?:e|es|ed|ing)|disabl\w*|enabl\w*|diagnos\w*|understand\w*|explain\w*|about|custom|default|longer|shorter|larger|higher|lower|like|such as|e\.g\.|including)(?:\s+(?:an?|the|of|for|to|and|or|\w+))?\s*(?:\s+\S*)?\s*$",
+            r"(?i)\b(?:increas\w*|rais\w*|set|setting|extend\w*|lengthen\w*|chang\w*|configur\w*|adjust\w*|prevent\w*|avoid\w*|fix|fixe[sd]|fixing|handl\w*|reduc\w*|detect\w*|debug\w*|troubleshoot\w*|add|adds|added|adding|bump\w*|support\w*|document\w*|customi[sz]\w*|tun(?:e|es|ed|ing)|disabl\w*|enabl\w*|diagnos\w*|understand\w*|explain\w*|about|custom|default|longer|shorter|larger|higher|lower|like|such as|e\.g\.|including)(?:\s+\S+){0,3}\s*$",
         )
         .is_match(before)
 }

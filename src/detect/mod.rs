@@ -668,6 +668,16 @@ fn type_name_alone(line: &str, hit: std::ops::Range<usize>) -> bool {
             && compound_noun_head(&rest.trim_start().to_ascii_lowercase())
             && !line.contains("fail");
     }
+    // A library's status prefix completed by its success value (`CUDNN_STATUS_SUCCESS`,
+    // `CUBLAS_STATUS_SUCCESS`) names no failure, unless the line says that the check for it
+    // failed ("Check failed: status == CUDNN_STATUS_SUCCESS (4 vs. 0)", whose value the catalog
+    // reads).
+    if name.ends_with("STATUS_") {
+        return line
+            .get(hit.end..)
+            .is_some_and(|rest| rest.starts_with("SUCCESS"))
+            && !line.contains("fail");
+    }
     if name != "cudaError" && name != "hipError" {
         return false;
     }
@@ -2062,6 +2072,23 @@ mod tests {
             "\t\t\t\t\"NVRM: Xid (PCI:0000:b3:00.0): 79, pid=12345, GPU has fallen off the bus.\",",
         ] {
             assert!(d.inspect(line).is_none(), "{line}");
+        }
+        // From fresh46's read misses: PyTorch's expandable-segment mapping failure; settings of
+        // the NCCL timeout; status names a membership test or a comparison reads through their
+        // module path; a library's success status.
+        assert_eq!(
+            headline(&d, "[W831 10:32:25.255074645 CUDACachingAllocator.cpp:508] expandable_segments: memory mapping failed with OOM on device 0 while trying to map 20971520 bytes (free: 15663104, total: 33671348224)."),
+            Some((Kind::Oom, "cuda_oom".to_owned()))
+        );
+        for line in [
+            "Increase the time of NCCL timeout",
+            "using TUTEL_GLOBAL_TIMEOUT_SEC to make NCCL timeout configurable",
+            "        res = CUDA.CUDNN.@retry_reclaim x->(x ∈ (CUDA.CUDNN.CUDNN_STATUS_ALLOC_FAILED, CUDA.CUDNN.CUDNN_STATUS_EXECUTION_FAILED)) begin",
+            "    if err in (cudaErrorMemoryAllocation, cudaErrorLaunchOutOfResources):",
+            "        if res != CUDA.CUDNN.CUDNN_STATUS_SUCCESS",
+            "CUBLAS_STATUS_SUCCESS",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
         }
         // The source's string argument is code, joined or not.
         assert!(d.holds_error_in_code("                        \"Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\")"));

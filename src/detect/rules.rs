@@ -1203,6 +1203,12 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // utilization (0.9, 3.6 GiB). Decrease GPU memory utilization or reduce GPU memory
             // used by other processes."
             "on startup is less than desired GPU memory utilization",
+            // PyTorch's caching allocator with expandable segments, when the driver cannot map
+            // more physical memory into a segment: "expandable_segments: memory mapping failed
+            // with OOM on device 0 while trying to map 20971520 bytes (free: …, total: …)"
+            // (c10/cuda/CUDACachingAllocator.cpp; the `OutOfMemoryError` follows when nothing
+            // can be freed).
+            "memory mapping failed with OOM",
             // The RAPIDS Accelerator for Apache Spark, since 23.04: the GPU allocation that
             // failed is thrown as `com.nvidia.spark.rapids.jni.RetryOOM`, `SplitAndRetryOOM`
             // and, later, `GpuRetryOOM` / `GpuSplitAndRetryOOM` ("GPU OutOfMemory: could not split

@@ -1,6 +1,6 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh45/` (read in round thirty-one), all spent and kept for regressions, and
-//! `tests/fresh46/`, which round thirty-one collected for the next round and left unread: for an
+//! through `tests/fresh46/` (both read in round thirty-one), all spent and kept for regressions,
+//! and `tests/fresh47/`, which round thirty-one collected for the next round and left unread: for an
 //! unread set (its README says `**Status: unread.**`) the figures are printed, the misses are not.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
@@ -749,9 +749,16 @@ fn fresh45_set_scores() {
     score("fresh45");
 }
 
-/// Round thirty-one's set, scored with round thirty's rules before the round wrote any, and again
-/// at its end; unread, so the test prints its figures but not its misses.
+/// Round thirty-one's first set, scored with round thirty's rules before the round wrote any, then
+/// read.
 #[test]
 fn fresh46_set_scores() {
     score("fresh46");
+}
+
+/// Round thirty-one's second set, scored before the rules drawn from `fresh46` and at the round's
+/// end; unread, so the test prints its figures but not its misses.
+#[test]
+fn fresh47_set_scores() {
+    score("fresh47");
 }

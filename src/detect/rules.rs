@@ -1428,16 +1428,8 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // and log show it ("!!! Exception during processing !!! Allocation on device "). So the
         // words must end the line or go on with the limit (`guards::allocation_limit_tail`):
         // "Allocation on device 0 launch on device 1" is another program's log.
-        name: "torch_allocation_limit",
-        literals: &["Allocation on device"],
-        kind: Kind::Oom,
-        category: "cuda_oom",
-        blame: Blame::Application,
-        hint: OOM_HINT,
-        priority: MID,
-        requires_any: &[],
-        refines: &[],
         guard: Some(guards::allocation_limit_tail),
+        ..gpu_oom("torch_allocation_limit", &["Allocation on device"])
     },
     HeadlineRule {
         // Baidu's warp-ctc, the GPU CTC loss of DeepSpeech-era speech toolkits (deepspeech.pytorch,

@@ -1,6 +1,6 @@
 //! Scores the real `assertwatch scan` on the held-out evaluation sets `tests/fresh/` (round two)
-//! through `tests/fresh46/` (both read in round thirty-one), all spent and kept for regressions,
-//! and `tests/fresh47/`, which round thirty-one collected for the next round and left unread: for an
+//! through `tests/fresh47/` (read in round thirty-two), all spent and kept for regressions,
+//! and `tests/fresh48/`, which round thirty-two collected and left unread: for an
 //! unread set (its README says `**Status: unread.**`) the figures are printed, the misses are not.
 //!
 //! A fresh set is kept apart from the rule-writing material so that it measures how detection
@@ -757,8 +757,16 @@ fn fresh46_set_scores() {
 }
 
 /// Round thirty-one's second set, scored before the rules drawn from `fresh46` and at the round's
-/// end; unread, so the test prints its figures but not its misses.
+/// end, then read in round thirty-two.
 #[test]
 fn fresh47_set_scores() {
     score("fresh47");
+}
+
+/// Round thirty-two's set, scored with round thirty-one's last build before the round wrote any
+/// rule, and with the rules drawn from `fresh47`; unread, so the test prints its figures but not
+/// its misses.
+#[test]
+fn fresh48_set_scores() {
+    score("fresh48");
 }

@@ -372,6 +372,7 @@ pub fn holds_error_in_code(line: &str, hits: &[Range<usize>]) -> bool {
             || passed_alone(line, h)
             || raised_or_caught(line, h)
             || assigned_name(line, h)
+            || used_as_a_type(line, h)
     }) || (template_number().is_match(line) && !super::prose::report_cue().is_match(line))
         || enum_listing(line, hits)
     {
@@ -530,6 +531,34 @@ fn raised_or_caught(line: &str, hit: &Range<usize>) -> bool {
             || after
                 .trim_start()
                 .starts_with(['(', ')', ':', '`', ',', ';', '&']))
+}
+
+/// Is `hit` an exception class that code uses as a type, or that Python's own type errors name
+/// as an object's class: `class OutOfMemoryError(RuntimeError):`, `super(OutOfMemoryError,
+/// self).__init__(msg)` (a diff of an exception's definition), `isinstance(e,
+/// torch.cuda.OutOfMemoryError)`, and "'OutOfMemoryError' object has no attribute 'encode'" (an
+/// `AttributeError` raised by a handler that caught the error and went on)? A program prints an
+/// error's class before its message, not as a type's argument.
+fn used_as_a_type(line: &str, hit: &Range<usize>) -> bool {
+    static BEFORE: OnceLock<Regex> = OnceLock::new();
+    static AFTER: OnceLock<Regex> = OnceLock::new();
+    let Some((before, _, after)) = identifier_at(line, hit) else {
+        return false;
+    };
+    let before = before.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || "_.:".contains(c));
+    // Only a short tail matters, so a line of many hits stays linear.
+    let tail_from = before.char_indices().rev().nth(48).map_or(0, |(i, _)| i);
+    let before = &before[tail_from..];
+    let typed = cached(
+        &BEFORE,
+        r"(?:(?:^|[^\w.])(?:super|isinstance|issubclass)\(\s*(?:[\w.]+\s*,\s*)?|(?:^|[^\w.])class\s+)$",
+    );
+    let attribute_error = cached(
+        &AFTER,
+        r"^['\x22]\s+object\s+(?:has no attribute|is not (?:callable|subscriptable|iterable))\b",
+    );
+    (typed.is_match(before) && after.trim_start().starts_with([',', ')', '(', ':']))
+        || (before.ends_with(['\'', '"']) && attribute_error.is_match(after))
 }
 
 /// Is `hit` part of a name that a statement assigns to: `THPException_CUDAOutOfMemoryError =

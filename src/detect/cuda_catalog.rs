@@ -608,10 +608,30 @@ fn cudnn_frontend_unsupported(line: &str) -> Option<String> {
 
 /// The family of a math library status that `line` prints as a number (`STATUS_BY_CODE`).
 fn status_code(line: &str) -> Option<String> {
-    STATUS_BY_CODE.iter().find_map(|(head, code_at, family)| {
-        let rest = &line[line.find(head)? + head.len()..];
-        let rest = &rest[rest.find(code_at)? + code_at.len()..];
-        status_by_value(rest, family)
+    STATUS_BY_CODE
+        .iter()
+        .find_map(|(head, code_at, family)| {
+            let rest = &line[line.find(head)? + head.len()..];
+            let rest = &rest[rest.find(code_at)? + code_at.len()..];
+            status_by_value(rest, family)
+        })
+        .or_else(|| library_error_number(line))
+}
+
+/// The status that a checking macro prints as the library's name, "error", a colon and the
+/// enum's value, in any capitalisation: DGL's `CUSPARSE_CALL` / `CUBLAS_CALL` ("Check failed: e ==
+/// CUSPARSE_STATUS_SUCCESS: CUSPARSE ERROR: 2", dgl/src/runtime/cuda/cuda_common.h), and the
+/// many project macros of the same shape ("cuSPARSE Error: 3 at solver.cu:88", "CUBLAS error: 13
+/// happened at line: 41"). The colon keeps counts in prose ("cuBLAS error 2 times") out.
+fn library_error_number(line: &str) -> Option<String> {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let r = cached(
+        &R,
+        r"(?i)\b(cublas|cusparse|cusolver|curand|cufft)\s+error\s*:\s*([0-9]{1,3})\b",
+    );
+    r.captures_iter(line).find_map(|c| {
+        let family = format!("{}_", c.get(1)?.as_str().to_ascii_lowercase());
+        status_by_value(c.get(2)?.as_str(), &family)
     })
 }
 
@@ -1323,6 +1343,10 @@ mod tests {
             ("ExternalError: CUBLAS error(13). ", "cublas_execution_failed"),
             ("(External) CUSOLVER error(7). ", "cusolver_internal_error"),
             ("(External) CURAND error(102). ", "curand_allocation_failed"),
+            // Checking macros that print the library, "error:" and the value (DGL, and others).
+            ("dgl._ffi.base.DGLError: [09:57:10] /opt/dgl/src/array/cuda/csr_transpose.cc:83: Check failed: e == CUSPARSE_STATUS_SUCCESS: CUSPARSE ERROR: 2", "cusparse_alloc_failed"),
+            ("cuSOLVER Error: 7 at qr.cu:41", "cusolver_internal_error"),
+            ("CUBLAS error: 13 happened at line: 88 in file: gemm.cu", "cublas_execution_failed"),
             // Julia's CUDAdrv.jl, and Caffe2's CUDA_ENFORCE location before the runtime's text.
             ("ERROR: LoadError: CUDAdrv.CuError(700, nothing)", "illegal_memory_access"),
             ("Error at: /opt/caffe2/caffe2/operators/softmax_ops.cu:201: an illegal memory access was encountered", "illegal_memory_access"),

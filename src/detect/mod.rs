@@ -2105,6 +2105,50 @@ mod tests {
         assert!(d.holds_error_in_code("                        \"Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\")"));
     }
 
+    /// Round thirty-two: Open MPI's CUDA help messages, Kokkos's architecture check, library
+    /// statuses printed as "LIB error: N", exception messages that found a NaN; and code,
+    /// causes and examples that name errors without one happening.
+    #[test]
+    fn round_thirty_two_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("The call to cuIpcGetMemHandle failed. This means the GPU RDMA protocol", Kind::CudaError, "cuda_ipc_failed"),
+            ("[gpu03:11920] 126 more processes have sent help message help-mpi-common-cuda.txt / cuIpcGetMemHandle failed", Kind::CudaError, "cuda_ipc_failed"),
+            ("The call to cuIpcOpenMemHandle failed. This is an unrecoverable error and will cause the program to abort.", Kind::CudaError, "cuda_ipc_failed"),
+            ("The call to cuEventCreate failed. This is a unrecoverable error and will", Kind::CudaError, "unknown"),
+            ("Kokkos::Cuda::initialize ERROR: running kernels compiled for compute capability 8.0 on device with compute capability 7.0 is not supported by CUDA!", Kind::CudaError, "no_kernel_image"),
+            ("dgl._ffi.base.DGLError: [09:57:10] /opt/dgl/src/array/cuda/csr_transpose.cc:83: Check failed: e == CUSPARSE_STATUS_SUCCESS: CUSPARSE ERROR: 2", Kind::Oom, "cusparse_alloc_failed"),
+            ("RuntimeError: NaN detected in latents", Kind::Numeric, "non_finite_value"),
+            ("ValueError: NaN values found in input tensor", Kind::Numeric, "non_finite_value"),
+            ("WARNING: Inf or NaN found in attention weights", Kind::Numeric, "non_finite_value"),
+        ] {
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // An exception class used as a type in code, or named by the AttributeError of a
+            // handler that caught it and went on.
+            "        super(OutOfMemoryError, self).__init__(msg)",
+            "class OutOfMemoryError(RuntimeError):",
+            "AutoBatch: WARNING  error detected: 'OutOfMemoryError' object has no attribute 'encode',  using default batch-size 16.",
+            // A plural class of errors given as a cause, and strings explained after their quote.
+            "A pain point for debugging failed training jobs due to NCCL errors has",
+            "Here, \"unhandled system error\" and \"unhandled cuda error\" are the strings obtained by `ncclGetErrorString`.",
+            "\"unhandled system error\" is the string returned by ncclGetErrorString.",
+            // A value a check would report, in a statement or a condition.
+            "raise RuntimeError(\"NaN detected in latents\")",
+            "If NaN detected in latents, we skip the batch",
+            // Open MPI's warnings that the run goes on after.
+            "WARNING: The call to cuCtxGetCurrent() failed while attempting to register",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+        // Reports keep their plural and their cause.
+        assert_eq!(
+            headline(&d, "my job failed due to NCCL errors after 3 hours"),
+            Some((Kind::NcclError, "unknown".to_owned()))
+        );
+    }
+
     /// Round thirty: numbered calls and codes of programs outside PyTorch, shorthand titles, RL
     /// loops' non-finite values, and code, questions and tables that name errors.
     #[test]

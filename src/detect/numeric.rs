@@ -29,6 +29,10 @@ struct Patterns {
     scale: Regex,
     /// A value before its key inside a program's message, with no verb (`ValueError: nan loss`).
     message_adjectival: Regex,
+    /// A program's message that opens with a non-finite value and says that a check found it,
+    /// whatever held it: "RuntimeError: NaN detected in latents" (kohya's latent cache),
+    /// "ValueError: NaN values found in input", "WARNING: NaN or Inf found in attention weights".
+    message_found: Regex,
     /// A line that opens with a value and its key found by a check (`NaN gradient detected in …`).
     detected: Regex,
     /// Caffe's `debug_info` lines (src/caffe/net.cpp `ForwardDebugInfo`, `BackwardDebugInfo`,
@@ -215,6 +219,10 @@ fn patterns() -> &'static Patterns {
             r#"{VALUE_THEN_KEY}(?:\s*$|\s*[.,;:!)\]'"`]|\s+(?:at|in|on|after|during|encountered|detected|found|occurred|occured|appeared|value)\b)"#,
         ))
         .expect("static regex"),
+        message_found: Regex::new(
+            r"^\s*(?:\[[^\]]{0,40}\]\s*)?(?:NaN|nan|NAN|Inf|inf|INF)(?:\s*(?:/|or|and/or)\s*(?:NaN|nan|Inf|inf|INF))?(?:\s+values?)?\s+(?:detected|found|encountered)\b",
+        )
+        .expect("static regex"),
         unexpected: Regex::new(
             r"Unexpected result (?:tensor\(\s*)?(?P<tok>-?(?:nan|inf))\b(?P<rest>.*)$",
         )
@@ -283,6 +291,10 @@ const PARAM_HINT: &str = "A parameter became NaN/inf after an optimizer step: th
 const VALUE_HINT: &str = "JAX's NaN/inf checking stopped at the first operation that produced a \
     non-finite value (named in the message): look for log(0), sqrt of a negative number or a \
     division by zero there, and for a NaN in the untaken branch of a jnp.where.";
+const FOUND_HINT: &str = "A check in the job found a NaN/inf value in the tensor the message \
+    names: find the step and layer that first produced it (torch.autograd.set_detect_anomaly or \
+    a forward hook that checks torch.isfinite), and check the learning rate, half-precision \
+    overflow and the inputs of that step.";
 const OUTPUT_HINT: &str = "The model produced NaN/inf outputs (logits, probabilities or an \
     image): in half precision this is usually an overflow; run the model in float32 or bf16 (or \
     upcast the attention), and check the weights and inputs for NaN.";
@@ -939,6 +951,12 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             }
             if let Some(c) = p.detected.captures(line) {
                 return value_headline(&c, false);
+            }
+            if message
+                .as_ref()
+                .is_some_and(|r| p.message_found.is_match(&line[r.clone()]))
+            {
+                return Some(headline("non_finite_value", FOUND_HINT));
             }
             // "I keep getting Nan loss at around 40 epochs": the value before its key in the
             // writer's report, with nothing hypothetical before it.

@@ -22,6 +22,8 @@ use std::sync::OnceLock;
 const WORDS_BEFORE: usize = 4;
 /// Words of prose outside code spans for a line to be a sentence rather than a short title.
 const SENTENCE_WORDS: usize = 8;
+/// Plain words enough around a quotation that the words right after it explain.
+const EXPLAINED_WORDS: usize = 4;
 /// Longest quotation that is still a quoted error rather than a pasted block.
 const QUOTE_BYTES: usize = 240;
 /// Plain words for a line to be a paragraph of prose: far more than any log line, title or
@@ -51,12 +53,14 @@ fn explanation() -> &'static Regex {
     )
 }
 
-/// What follows a quoted error in an explanation: "`X` usually happens when …", "`X` means …".
+/// What follows a quoted error in an explanation: "`X` usually happens when …", "`X` means …",
+/// "\"X\" and \"Y\" are the strings obtained by `ncclGetErrorString`" (a second quotation
+/// may come first).
 fn explained_after() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"(?i)^\W{0,3}\s*(?:(?:usually|typically|often|generally|normally|mostly|commonly|exactly|really|actually|precisely|basically)\s+)?(?:happens|means|indicates|is raised|is thrown|is caused|comes from|refers to|is a sign)\b",
+        r#"(?i)^\W{0,3}\s*(?:(?:and|or)\s+["`\x{201c}][^"`\x{201d}]{1,80}["`\x{201d}]\s*)?(?:(?:usually|typically|often|generally|normally|mostly|commonly|exactly|really|actually|precisely|basically)\s+)?(?:happens|means|indicates|is raised|is thrown|is caused|comes from|refers to|is a sign|(?:is|are)\s+(?:the|a|an)\s+(?:\w+\s+)?(?:strings?|messages?|texts?|names?|values?)\s+(?:\w+\s+)?(?:returned|obtained|produced|printed|given|generated|emitted|defined))\b"#,
     )
 }
 
@@ -216,6 +220,7 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
         || named_as_avoided(line, hits)
         || quantified_class(line, hits)
         || plural_in_general(line, hits)
+        || plural_as_a_cause(line, hits)
         || set_with_its_default(line, hits)
         || asked_about(line, hits)
         || second_person_scenario(line)
@@ -293,8 +298,15 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
     if !strongly_quoted && !explains_in_other_words(&outside) {
         return false;
     }
+    // A sentence whose verb right after the quotation explains it may be short ("\"X\" is the
+    // string returned by ncclGetErrorString.").
+    let enough = if explained {
+        EXPLAINED_WORDS
+    } else {
+        SENTENCE_WORDS
+    };
     (explained || article || line.get(..before).map_or(0, words) >= WORDS_BEFORE)
-        && words(&outside) >= SENTENCE_WORDS
+        && words(&outside) >= enough
         && !has_report_cue(&outside)
 }
 
@@ -575,6 +587,31 @@ fn plural_in_general(line: &str, hits: &[Range<usize>]) -> bool {
         r"(?i)^s\s+(?:(?:only|usually|often|typically|generally|normally|mostly|sometimes|commonly|rarely|always|never|just)\s+)*(?:to\s+)?(?:occur|happen|arise|appear|are|can|could|may|might|should|would|will|tend|mean|indicate|come)\b",
     );
     all_followed_by(line, hits, predicate) && !report_cue().is_match(line)
+}
+
+/// Is every one of `hits` a plural that a sentence gives as the cause of something, as a class:
+/// "debugging failed training jobs due to NCCL errors", "restarts caused by CUDA errors"? A
+/// report names the error it met, or says whose run it was ("my job failed due to NCCL
+/// errors", which the report cue keeps).
+fn plural_as_a_cause(line: &str, hits: &[Range<usize>]) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let cause = cached(
+        &R,
+        r"(?i)(?:^|\W)(?:due\s+to|caused\s+by|because\s+of|owing\s+to|resulting\s+from)\s+(?:\w+\s+)?$",
+    );
+    !hits.is_empty()
+        && hits.iter().all(|h| {
+            let after = line.get(h.end..).unwrap_or("");
+            let from = h.start.saturating_sub(64);
+            let before = (from..=h.start)
+                .find(|&i| line.is_char_boundary(i))
+                .and_then(|i| line.get(i..h.start))
+                .unwrap_or("");
+            after.starts_with('s')
+                && !after[1..].starts_with(|c: char| c.is_alphanumeric())
+                && cause.is_match(before)
+        })
+        && !has_report_cue(line)
 }
 
 /// Is each of `hits` (one at least) followed by text that `after`, anchored at its start,
@@ -871,6 +908,26 @@ fn subjects_explained(line: &str, hits: &[Range<usize>]) -> bool {
 /// write them as often as authors do, in Chinese without a pronoun ("多次遇到类似报错，如：").
 /// [`framed_as_example`] has checked the colon.
 fn introduces_an_example(t: &str) -> bool {
+    // An intro that calls what follows examples of a class of errors it has described presents
+    // them as illustrations, whoever speaks ("Here are some examples of such errors that I'm
+    // referring to:"), unless it says they came from a run someone had ("here are some examples
+    // I got:"). A singular "an example of the error" or "Example errors from journalctl:" shows
+    // the writer's own errors as often, and stays a report.
+    static EXAMPLES: OnceLock<Regex> = OnceLock::new();
+    let examples = cached(
+        &EXAMPLES,
+        r"(?i)\b(?:here\s+(?:are|is)\s+(?:some|a\s+few|two|three|several|more)\s+examples|examples\s+of\s+(?:such|these|those)\s+(?:\w+\s+)?(?:errors|messages|failures|exceptions))\b",
+    );
+    // The report cue is read in the intro's sentence that says "examples" only: the sentences
+    // before it set the scene ("… error messages raised by the NCCL library.").
+    if let Some(m) = examples.find(t) {
+        let sentence = t[..m.start()]
+            .rfind(['.', '!', '?'])
+            .map_or(t, |i| &t[i + 1..]);
+        if !report_cue().is_match(sentence) {
+            return true;
+        }
+    }
     static R: OnceLock<Regex> = OnceLock::new();
     let r = cached(
         &R,

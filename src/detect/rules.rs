@@ -630,6 +630,28 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         guard: None,
     },
     HeadlineRule {
+        // Kokkos (LAMMPS's KOKKOS package, Idefix, Trilinos, …) checks at start-up that the
+        // binary holds kernels for the GPU: "Kokkos::Cuda::initialize ERROR: likely mismatch of
+        // architecture" when no kernel runs at all, "Kokkos::Cuda::initialize ERROR: running
+        // kernels compiled for compute capability 8.0 on device with compute capability 7.0 is
+        // not supported by CUDA!" when the build targets a newer GPU
+        // (core/src/Cuda/Kokkos_Cuda_Instance.cpp), then `Kokkos::abort`s. Built with the wrong
+        // `Kokkos_ARCH_*`, as a missing kernel image is. Only the second form holds a gate
+        // anchor ("CUDA"); the first would need one of its own.
+        name: "kokkos_arch_mismatch",
+        literals: &["is not supported by CUDA!"],
+        kind: Kind::CudaError,
+        category: "no_kernel_image",
+        blame: Blame::Application,
+        hint: "Kokkos found no kernels built for this GPU: rebuild with the Kokkos_ARCH_* option \
+               of this GPU's compute capability (or use the build made for it), or run the job on \
+               the GPU model the binary was built for.",
+        priority: HIGH,
+        requires_any: &["Cuda::initialize ERROR: running kernels compiled for"],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
         name: "cuda_launch_out_of_resources",
         literals: &[
             "too many resources requested for launch",
@@ -1897,6 +1919,73 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                systemd or cgroup reload did not drop its device access (restart the pod); on \
                the node, check that the nvidia kernel module is loaded and nvidia-smi works.",
         priority: MID,
+        requires_any: &[],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // Open MPI's CUDA-aware transport reports a failed CUDA IPC call in a help message: "The
+        // call to cuIpcGetMemHandle failed. This means the GPU RDMA protocol cannot be used."
+        // (also cuIpcOpenMemHandle, cuIpcGetEventHandle, cuIpcOpenEventHandle), followed by the
+        // call's `CUresult` ("cuIpcGetMemHandle return value:   1"); `mpirun` folds the copies of
+        // other ranks into "N more processes have sent help message help-mpi-common-cuda.txt /
+        // cuIpcGetMemHandle failed" (opal/mca/common/cuda/help-mpi-common-cuda.txt, the topics
+        // in brackets). IPC between processes fails where they cannot share the device: separate
+        // containers or IPC namespaces, GPUs hidden from one another, or too little free memory
+        // to map the peer's buffer.
+        name: "openmpi_cuda_ipc_failed",
+        literals: &[
+            "The call to cuIpcGetMemHandle failed",
+            "The call to cuIpcOpenMemHandle failed",
+            "The call to cuIpcGetEventHandle failed",
+            "The call to cuIpcOpenEventHandle failed",
+            "help-mpi-common-cuda.txt / cuIpcGetMemHandle failed",
+            "help-mpi-common-cuda.txt / cuIpcOpenMemHandle failed",
+            "help-mpi-common-cuda.txt / cuIpcGetEventHandle failed",
+            "help-mpi-common-cuda.txt / cuIpcOpenEventHandle failed",
+        ],
+        kind: Kind::CudaError,
+        category: "cuda_ipc_failed",
+        blame: Blame::Unknown,
+        hint: "Open MPI could not share GPU memory between ranks through CUDA IPC (GPU RDMA is \
+               off, and an open that fails aborts the job): check that the ranks of one node \
+               share the container or IPC namespace and see each other's GPUs \
+               (CUDA_VISIBLE_DEVICES), that the GPU has free memory, and look up the return \
+               value printed below the message in cuda.h (CUresult).",
+        priority: MID,
+        requires_any: &[],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // Open MPI's other CUDA help messages of the same shape, for the calls its CUDA support
+        // makes outside IPC: "The call to cuMemcpyAsync failed. This is a unrecoverable error and
+        // will cause the program to abort.", cuEventCreate, cuEventRecord, cuEventQuery,
+        // cuStreamCreate, cuStreamWaitEvent, cuMemcpy, cuStreamSynchronize, cuMemGetAddressRange
+        // (help-mpi-common-cuda.txt; "cuEventDestory" is its spelling). The error itself is the
+        // `CUresult` on the following line, which the family leaves to a line that names it.
+        // The cuCtxGetCurrent topics are warnings that the run continues after, and stay out, as
+        // does cuMemHostRegister, whose message puts the call's arguments before "failed".
+        name: "openmpi_cuda_call_failed",
+        literals: &[
+            "The call to cuMemcpyAsync failed",
+            "The call to cuMemcpy failed",
+            "The call to cuEventCreate failed",
+            "The call to cuEventRecord failed",
+            "The call to cuEventQuery failed",
+            "The call to cuEventDestory failed",
+            "The call to cuStreamCreate failed",
+            "The call to cuStreamWaitEvent failed",
+            "The call to cuStreamSynchronize failed",
+            "The call to cuMemGetAddressRange failed",
+        ],
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: "A CUDA call of Open MPI's CUDA-aware transport failed: look up the return value \
+               printed below the message in cuda.h (CUresult) and check the job's own CUDA \
+               errors and this GPU's Xids from the same minute.",
+        priority: GENERIC,
         requires_any: &[],
         refines: &[],
         guard: None,

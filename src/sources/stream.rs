@@ -593,6 +593,15 @@ fn numbered_markdown_heading(text: &str) -> bool {
             .all(|c| c.is_alphanumeric() || matches!(c, '_' | ' ' | '.' | ',' | ':' | '!' | '-'))
 }
 
+/// Is the line one inline code span and nothing else (`` `RuntimeError: NCCL error …` ``)?
+fn code_span_line(text: &str) -> bool {
+    let t = text.trim();
+    t.len() > 2
+        && t.starts_with('`')
+        && t.ends_with('`')
+        && t.bytes().filter(|&b| b == b'`').count() == 2
+}
+
 /// A line that may be a heading: no exception class name (`RuntimeError`, `OutOfMemoryError`),
 /// no log prefix (a timestamp, a `[tag]`, a level), and no measured size: a heading names the
 /// error, while a program's message says how much it tried to allocate ("Error CUDA out of
@@ -927,12 +936,14 @@ impl StreamScanner {
             };
             // The rest of a quoted example: an article's multi-line error message after the
             // line its intro framed, up to the next blank line, as long as no line has a log
-            // record's or an exception's shape (a new program output starts there).
+            // record's or an exception's shape (a new program output starts there); or the
+            // next of a list of examples, each a code span of its own line ("Here are some
+            // examples:" / `RuntimeError: …` / `RuntimeError: …`).
             if prefix.is_none()
                 && self
                     .quoted_until
                     .is_some_and(|e| same_paragraph(&data[e.min(ls)..ls]))
-                && heading_shaped(&text)
+                && (heading_shaped(&text) || code_span_line(&text))
             {
                 self.quoted_until = Some(le);
             } else {

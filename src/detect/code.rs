@@ -445,6 +445,14 @@ fn escaped_line_of<'a>(line: &'a str, lit: &Range<usize>, hit: &Range<usize>) ->
 /// end, and the identifier is not one of the CUDA enums' names (a wrapper may print
 /// `CUDA_ERROR_ILLEGAL_ADDRESS(700)`).
 fn calls_a_function(line: &str, hit: &Range<usize>) -> bool {
+    // A literal of words names a message, whatever call it goes on to name ("CUDNN error
+    // executing cudnnConvolutionForward(s_.handle, …)", ONNX Runtime's output).
+    if line
+        .get(hit.clone())
+        .is_none_or(|n| n.contains(char::is_whitespace))
+    {
+        return false;
+    }
     let after = line.get(hit.end..).unwrap_or("");
     let rest = after.trim_start_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
     // The literal is a prefix of a longer identifier (`cudaError` of `cudaErrorToString`); a

@@ -2106,8 +2106,10 @@ mod tests {
     }
 
     /// Round thirty-two: Open MPI's CUDA help messages, Kokkos's architecture check, library
-    /// statuses printed as "LIB error: N", exception messages that found a NaN; and code,
-    /// causes and examples that name errors without one happening.
+    /// statuses printed as "LIB error: N", exception messages that found a NaN, container-cli
+    /// stages, ONNX Runtime's failed calls, libraries that do not load, MXNet's metric and
+    /// monitor rows, PaddlePaddle's OOM and BCE assert; and code, causes, examples, handlers and
+    /// recoveries that name errors without one happening.
     #[test]
     fn round_thirty_two_wordings_and_what_stays_quiet() {
         let d = DetectorSet::builtin();
@@ -2121,6 +2123,16 @@ mod tests {
             ("RuntimeError: NaN detected in latents", Kind::Numeric, "non_finite_value"),
             ("ValueError: NaN values found in input tensor", Kind::Numeric, "non_finite_value"),
             ("WARNING: Inf or NaN found in attention weights", Kind::Numeric, "non_finite_value"),
+            // From fresh48's read misses.
+            ("May 05 14:13:15 ip-10-51-52-158 kubelet[33460]: nvidia-container-cli: detection error: driver error: timed out: unknown", Kind::CudaError, "nvidia_container_init_failed"),
+            ("Status Message: CUDNN error executing cudnnConvolutionForward(s_.handle, &alpha, s_.x_tensor)", Kind::CudaError, "unknown"),
+            ("PaddleCheckError: out of memory at [/paddle/paddle/fluid/platform/device_context.cc:219]", Kind::Oom, "cuda_oom"),
+            ("RuntimeError: Library libcublas.so.12 is not found or cannot be loaded", Kind::CudaError, "cuda_library_load_failed"),
+            ("Could not load library cudnn_ops_infer64_8.dll. Error code 126", Kind::CudaError, "cuda_library_load_failed"),
+            ("2016-10-10 01:46:24,101 Epoch[0] Batch [100]    Speed: 704  loss: nan(nan)  top1: 5.6562(5.1406)", Kind::Numeric, "non_finite_loss"),
+            ("2016-10-10 01:47:30,915 Epoch[0] Validation-cross-entropy=nan", Kind::Numeric, "non_finite_loss"),
+            ("INFO:root:Batch:      51 conv2_2_output                 nan\t", Kind::Numeric, "non_finite_value"),
+            ("INFO:root:Batch:      51 conv3_1_backward_data          nan\t", Kind::Numeric, "nan_in_backward"),
         ] {
             assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
         }
@@ -2139,8 +2151,20 @@ mod tests {
             "If NaN detected in latents, we skip the batch",
             // Open MPI's warnings that the run goes on after.
             "WARNING: The call to cuCtxGetCurrent() failed while attempting to register",
+            // TensorFlow runs on the CPU after this warning.
+            "2021-01-01 W tensorflow/stream_executor/platform/default/dso_loader.cc:60] Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file",
+            // What a change catches, and what a recovery is triggered by.
+            "- update stable-diffusion-task lib to catch RuntimeError: CUDA error: out of memory",
+            "Restart `clearml-serving-inference` on `torch.cuda.OutOfMemoryError: CUDA out of memory.` helps inference container to clear GPU memory.",
+            // A monitor row of a finite array.
+            "INFO:root:Batch:      51 conv3_1_backward_bias          0.0\t",
         ] {
             assert_eq!(headline(&d, line), None, "{line}");
+        }
+        // PaddlePaddle's BCE kernel assert.
+        match d.inspect("Error: /paddle/paddle/fluid/operators/bce_loss_op.cu:38 Assertion `(x >= static_cast<T>(0)) && (x <= one)` failed. Input is expected to be within the interval [0, 1], but recieved nan.") {
+            Some(Evidence::KernelAssert { category, .. }) => assert_eq!(category.as_ref(), "bce_input_range"),
+            other => panic!("{other:?}"),
         }
         // Reports keep their plural and their cause.
         assert_eq!(

@@ -183,7 +183,11 @@ const IB_ASYNC_HINT: &str = "An InfiniBand device under NCCL reported an error e
 /// Evidence for an NCCL WARN message that reports an error event of an InfiniBand device
 /// ([`IB_ERROR_EVENTS`]).
 fn ib_async_error(m: &str) -> Option<Evidence> {
-    let event = &m[m.find("Got async event")? + "Got async event".len()..];
+    // Releases word the head differently: "Got async event : port error", and, with the device
+    // and port first, "mlx5_32:1 Got async error event: port error".
+    let event = ["Got async event", "Got async error event"]
+        .iter()
+        .find_map(|head| m.find(head).map(|i| &m[i + head.len()..]))?;
     IB_ERROR_EVENTS
         .iter()
         .any(|e| event.contains(e))
@@ -245,9 +249,10 @@ mod tests {
         let failing = [
             "[1,12]<stdout>:container-e275:815:864 [0] transport/net_ib.cu:80 NCCL WARN NET/IB : Got async event : local catastrophic error",
             "NCCL WARN NET/IB : Got async event : port error",
+            "ms-pd-prefill-2.log:[2025-09-17 15:16:23] ms-pd-prefill-2:311:405 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_32:1 Got async error event: port error",
             "node1:2141:2290 [3] NCCL INFO NET/IB : mlx5_2:1 Got async event : port error",
         ];
-        for l in &failing[..2] {
+        for l in &failing[..3] {
             let Some(Evidence::Headline {
                 category, blame, ..
             }) = parse(l)
@@ -260,9 +265,10 @@ mod tests {
             );
         }
         // Only a WARN line carries it.
-        assert_eq!(parse(failing[2]), None);
+        assert_eq!(parse(failing[3]), None);
         for l in [
             "NCCL WARN NET/IB : Got async event : port active",
+            "NCCL WARN NET/IB : mlx5_32:1 Got async error event: port active",
             "node1:2141:2290 [3] net_ib.cc:412 NCCL WARN NET/IB : mlx5_0:1 Got async event : GID table change",
             "NCCL WARN NET/IB : mlx5_0:1 Got non-fatal async event: port error(10)",
         ] {

@@ -40,6 +40,11 @@ struct Patterns {
     /// `[Forward] Layer fc8, top blob fc8 data: inf`, `[Update] Layer fc8, param 0 data: nan;
     /// diff: nan`.
     caffe_debug: Regex,
+    /// MXNet's `mx.monitor.Monitor` rows, a statistic (the norm by default) of each array it
+    /// watches: `Batch:      51 conv2_2_output                 nan` (python/mxnet/monitor.py,
+    /// `toc_print`, "Batch: {:7d} {:30s} {:s}"), the array's name ending in what it holds
+    /// (`_output`, `_weight`, `_backward_data`).
+    mxnet_monitor: Regex,
     /// A loss scale printed as a metric: `loss_scale=0.062` (fairseq's progress line),
     /// `'loss_scale': 0.5` (metrics dicts).
     scale_metric: Regex,
@@ -100,7 +105,7 @@ struct Patterns {
 /// The gradients may be printed under their own short name (`loss =13.6234, grad = nan`), which
 /// is the gradient norm's family.
 /// Shared by the three value forms.
-const KEY: &str = r"(?P<key>(?-u:\b)[a-z_]*loss[a-z_0-9]*|(?-u:\b)[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|(?-u:\b)total_norm|(?-u:\b)gnorm\b|(?-u:\b)grad(?:ient)?s?\b|(?-u:\b)(?:[a-z]+_)?(?:cross_?entropy|smooth_?l1|nll|bce|kl_?div|mse|rmse|mae|huber|focal)\b|(?-u:\b)(?:[a-z]+_)?cost\b)";
+const KEY: &str = r"(?P<key>(?-u:\b)[a-z_]*loss[a-z_0-9]*|(?-u:\b)[a-z_]*grad(?:ient)?[_ ]?norm[a-z_0-9]*|(?-u:\b)total_norm|(?-u:\b)gnorm\b|(?-u:\b)grad(?:ient)?s?\b|(?-u:\b)(?:[a-z]+_)?(?:cross[_-]?entropy|smooth_?l1|nll|bce|kl_?div|mse|rmse|mae|huber|focal)\b|(?-u:\b)(?:[a-z]+_)?cost\b)";
 /// A non-finite value named before its key, in the spellings writers use (`Nan` too): "nan loss",
 /// "NaN grad norm". Shared by the forms that read the value first (`adjectival`,
 /// `message_adjectival`).
@@ -122,7 +127,7 @@ const KEY_TAIL: &str = r"(?:/[A-Za-z0-9_]{1,24})?(?-i:(?:[ ][A-Z][a-z]{1,11}){0,
 /// the bare, verbal and group forms it is matched case-sensitively, in the spellings runtimes
 /// print: Python, numpy and PyTorch `nan`/`inf` (C's `%f` too, `%F` gives `NAN`/`INF`), and the
 /// JVM's `Double.toString` and JavaScript's `NaN`/`Infinity` (Scala/Java trainers, JS loggers).
-const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:\.0+|x{2,3})?(?:$|[\s,;|}\])'"`*，；。\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]|[.:](?:\s|$))"#;
+const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:\.0+|x{2,3})?(?:$|[\s,;|}\])'"`*，；。\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]|[.:](?:\s|$)|\((?:[-+]?(?:nan|inf|[0-9][0-9.eE+-]{0,24}))\))"#;
 
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
@@ -187,6 +192,10 @@ fn patterns() -> &'static Patterns {
         .expect("static regex"),
         caffe_debug: Regex::new(&format!(
             r"\[(?P<pass>Forward|Backward|Update)\] Layer .{{0,200}}?\b(?:data|diff): (?-i:{TOKEN})"
+        ))
+        .expect("static regex"),
+        mxnet_monitor: Regex::new(&format!(
+            r"(?:^|[\s:])Batch:\s+\d+\s+(?P<name>[A-Za-z_][\w.-]*)\s+(?-i:{TOKEN})"
         ))
         .expect("static regex"),
         or_nan: Regex::new(r"^\s?or\s+(?i:nan)\b").expect("static regex"),
@@ -286,6 +295,9 @@ const CAFFE_BACKWARD_HINT: &str = "Caffe's debug info shows NaN/inf gradients in
 const CAFFE_FORWARD_HINT: &str = "Caffe's debug info shows NaN/inf activations in a layer's \
     forward pass: look at the first layer whose top blob turns non-finite (a log of 0, a division \
     by zero, exploding weights).";
+const MONITOR_HINT: &str = "MXNet's monitor shows NaN/inf in an array of the network: look at \
+    the first array (in the order the monitor prints them) that turns non-finite, and at the \
+    learning rate and the inputs of that batch.";
 const PARAM_HINT: &str = "A parameter became NaN/inf after an optimizer step: the gradients \
     blew up; lower the learning rate or clip gradients, and check the inputs of the last batch.";
 const VALUE_HINT: &str = "JAX's NaN/inf checking stopped at the first operation that produced a \
@@ -812,6 +824,16 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     }
     if let Some(c) = p.table_row.captures(line) {
         return value_headline(&c, false);
+    }
+    if let Some(c) = p.mxnet_monitor.captures(line) {
+        let name = c.name("name").map_or("", |m| m.as_str());
+        return Some(if name.contains("backward") {
+            headline("nan_in_backward", MONITOR_HINT)
+        } else if name.ends_with("_weight") || name.ends_with("_bias") {
+            headline("non_finite_parameters", PARAM_HINT)
+        } else {
+            headline("non_finite_value", MONITOR_HINT)
+        });
     }
     if let Some(c) = p.caffe_debug.captures(line) {
         return Some(match c.name("pass").map(|m| m.as_str()) {

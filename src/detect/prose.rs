@@ -479,9 +479,26 @@ fn named_as_avoided(line: &str, hits: &[Range<usize>]) -> bool {
         &R,
         r"(?i)\bto\s+(?:(?:reliably|properly|correctly|safely)\s+)?(?:avoid|prevent|fix|handle|catch|mitigate|work\s*around|guard\s+against|recover\s+from|tolerate|reduce|check\s+for|detect|recogni[sz]e|tell\s+apart)\s+(?:[\w.-]+\s+){0,2}[`'\x22*]*$",
     );
-    hits.iter()
-        .all(|h| line.get(..h.start).is_some_and(|b| purpose.is_match(b)))
-        && !report_cue().is_match(&without_negated_sightings(line))
+    // What a handler catches, named with its exception's class ("to catch RuntimeError: CUDA
+    // error: out of memory"); "How to fix RuntimeError: …?" asks about one met.
+    static CAUGHT: OnceLock<Regex> = OnceLock::new();
+    let caught = cached(
+        &CAUGHT,
+        r"(?i)\bto\s+(?:catch|handle|tolerate|recover\s+from)\s+(?:[\w.]+(?:Error|Exception):\s+)(?:[\w.-]+:?\s+){0,2}[`'\x22*]*$",
+    );
+    // What a recovery is triggered by: "Restart `clearml-serving-inference` on
+    // `torch.cuda.OutOfMemoryError: CUDA out of memory.` helps …", "- retry on NCCL timeout".
+    // The verb opens the line, a list item or an infinitive: a run that "restarted on" an error
+    // is told in the past.
+    static TRIGGER: OnceLock<Regex> = OnceLock::new();
+    let trigger = cached(
+        &TRIGGER,
+        r"(?i)(?:^\s*(?:[-*+]\s+)?|\bto\s+)(?:restart|retry|reset|reload|recover|fall\s*back|skip)\b[^.!?]{0,80}\b(?:on|upon)\s+(?:an?\s+|the\s+)?[`'\x22*]*(?:[\w.-]+:?\s+|\w+\.){0,4}$",
+    );
+    hits.iter().all(|h| {
+        line.get(..h.start)
+            .is_some_and(|b| purpose.is_match(b) || caught.is_match(b) || trigger.is_match(b))
+    }) && !report_cue().is_match(&without_negated_sightings(line))
 }
 
 /// `text` without a sighting that the writer negates ("Currently I see no way to …", "we found

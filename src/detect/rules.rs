@@ -49,11 +49,16 @@ pub const ASSERT_FAMILIES: &[AssertFamily] = &[
     },
     AssertFamily {
         category: "bce_input_range",
+        // PaddlePaddle's BCE loss kernel checks its input the same way: "bce_loss_op.cu:38
+        // Assertion `(x >= static_cast<T>(0)) && (x <= one)` failed. Input is expected to be
+        // within the interval [0, 1], but recieved nan." (paddle/fluid/operators/bce_loss_op.cu,
+        // later paddle/phi/kernels/gpu/bce_loss_kernel.cu).
         expression_has: &[
             "input_val >= zero && input_val <= one",
             "input >= 0. && input <= 1.",
+            "(x >= static_cast<T>(0)) && (x <= one)",
         ],
-        kernel_files: &["BCECriterion.cu"],
+        kernel_files: &["BCECriterion.cu", "bce_loss_op.cu", "bce_loss_kernel.cu"],
         hint: "binary_cross_entropy got an input outside [0, 1] (often NaN from an earlier \
                blow-up, or logits without sigmoid): use BCEWithLogitsLoss on raw logits.",
     },
@@ -1112,154 +1117,156 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
         guard: None,
     },
-    HeadlineRule {
-        ..gpu_oom(
-            "cuda_oom",
-            &[
-                "CUDA out of memory",
-                // A title's capitals ("[Bug]CUDA OUT OF MEMORY").
-                "CUDA OUT OF MEMORY",
-                "OutOfMemoryError",
-                "CUDA error: out of memory",
-                "CUDA_ERROR_OUT_OF_MEMORY",
-                "cudaErrorMemoryAllocation",
-                // CNMeM, the memory pool of Triton's early releases, Theano and Caffe: its status
-                // when the pool cannot grow (NVIDIA/cnmem, include/cnmem.h, `cnmemStatus_t`).
-                "CNMEM_STATUS_OUT_OF_MEMORY",
-                // TensorFlow: `ResourceExhaustedError` with "OOM when allocating tensor with shape[…]"
-                // (tensorflow/core/common_runtime/bfc_allocator.cc, op_kernel.cc) and the BFC
-                // allocator's "Allocator (GPU_0_bfc) ran out of memory trying to allocate".
-                "ResourceExhaustedError",
-                "OOM when allocating tensor",
-                "ran out of memory trying to allocate",
-                // The same sentence at the start of the line, as TensorFlow 0.x–1.x printed it: "Ran
-                // out of memory trying to allocate 220.5KiB.  See logs for memory state."
-                "Ran out of memory trying to allocate",
-                // Theano's CUDA backend: "Error allocating 26214400 bytes of device memory (out of
-                // memory). Driver report … bytes free and … bytes total" (theano/sandbox/cuda/
-                // cuda_ndarray.cu, `device_malloc`; the parenthesis is `cudaGetErrorString`).
-                "bytes of device memory (out of memory)",
-                // PaddlePaddle's allocator exception when its pool cannot grow:
-                // `paddle::memory::allocation::BadAlloc` (paddle/fluid/memory/allocation/
-                // allocator.h), whose what() is the "Out of memory error on GPU" sentence below.
-                "memory::allocation::BadAlloc",
-                // JAX/XLA: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes."
-                // (xla/stream_executor and tsl BFC allocator, surfaced as XlaRuntimeError).
-                "Out of memory while trying to allocate",
-                // Blender Cycles' CUDA device: "Out of memory in cuStreamCreate(&cuda_stream_, …)
-                // (…/intern/cycles/device/cuda/queue.cpp:21)" (`cuda_device_assert`, the driver
-                // result's name from cuewErrorString, then the call).
-                "Out of memory in cu",
-                // XLA's device allocator: "Failed to allocate request for 1.00GiB (1073741824B) on
-                // device ordinal 0" (xla/stream_executor/integrations/device_mem_allocator et al.);
-                // XLA's host buffers, CuPy and others: "Out of memory allocating N bytes".
-                "B) on device ordinal",
-                "Out of memory allocating",
-                // The body of PyTorch's caching-allocator message, which survives when the
-                // `OutOfMemoryError` head was cut from a paste: "Tried to allocate 2.00 GiB (GPU 0;
-                // 15.78 GiB total capacity; …)" and, since 2.1, "Tried to allocate 20.00 MiB. GPU 0 has
-                // a total capacity of 79.15 GiB of which …" (c10/cuda/CUDACachingAllocator.cpp).
-                "total capacity;",
-                "has a total capacity of",
-                // vLLM: "No available memory for the cache blocks. Try increasing
-                // `gpu_memory_utilization`" (vllm/worker/worker.py, v1/core/kv_cache_utils.py).
-                "No available memory for the cache blocks",
-                // SGLang: "Not enough memory. Please try to increase --mem-fraction-static."
-                // (sglang/srt/model_executor/model_runner.py).
-                "Please try to increase --mem-fraction-static",
-                // PaddlePaddle's allocator: "Out of memory error on GPU 0. Cannot allocate 1.5GB memory
-                // on GPU 0, available memory is only 416.6MB." (paddle/fluid/memory/allocation).
-                "Out of memory error on GPU",
-                // Lua Torch / cutorch: "THCudaCheck FAIL file=… line=… error=2 : out of memory" and
-                // "cuda runtime error (2) : out of memory" (lib/THC/THCGeneral.c).
-                "error=2 : out of memory",
-                "error (2) : out of memory",
-                // Julia's CUDA.jl: `OutOfGPUMemoryError`, shown as "Out of GPU memory" and, when
-                // the request's size is known, " trying to allocate 1.000 GiB", followed by the
-                // pool's usage (src/pool.jl `Base.showerror`). The bare form only as Julia prints an
-                // uncaught error (`ERROR: …`, `LoadError: …`): a README's "### Out of GPU memory"
-                // heading is no event.
-                "Out of GPU memory trying to allocate",
-                "ERROR: Out of GPU memory",
-                // Faiss's GPU allocations before its StandardGpuResources memory manager: "Faiss
-                // assertion 'cudaMalloc(p, size) == cudaSuccess' failed in void
-                // faiss::gpu::allocMemorySpace(…) at utils/MemorySpace.cpp:20; details: Failed to
-                // cudaMalloc 16000000000 bytes" (faiss/gpu/utils/MemorySpace.cpp, the one assertion
-                // of its allocator).
-                "failed in void faiss::gpu::allocMemorySpace",
-                // Thrust's temporary storage for an algorithm (cub's scratch space), allocated on the
-                // GPU: "MemoryError: std::bad_alloc: temporary_buffer::allocate:
-                // get_temporary_buffer failed" (thrust/detail/temporary_buffer.h), as RAPIDS shows it.
-                "temporary_buffer::allocate: get_temporary_buffer failed",
-                // Thrust's device allocations (`thrust::device_vector`, XGBoost's and cuML's
-                // buffers): `thrust::system::detail::bad_alloc`, whose what() is "std::bad_alloc: "
-                // and the CUDA error's text, "std::bad_alloc: out of memory" (later
-                // "std::bad_alloc: cudaErrorMemoryAllocation: out of memory";
-                // thrust/system/detail/bad_alloc.h). The host's own std::bad_alloc says just
-                // "std::bad_alloc".
-                "bad_alloc: out of memory",
-                "bad_alloc: cudaErrorMemoryAllocation",
-                // RMM's `rmm::bad_alloc` from a device memory resource, before RMM told out-of-memory
-                // apart: "MemoryError: std::bad_alloc: CUDA error at: …/rmm/mr/device/
-                // cuda_memory_resource.hpp:70: cudaErrorMemoryAllocation out of memory"
-                // (`RMM_CUDA_TRY(cudaMalloc(…), rmm::bad_alloc)`); a title cuts it after the place.
-                "bad_alloc: CUDA error at:",
-                "LoadError: Out of GPU memory",
-                "OutOfGPUMemoryError",
-                // ggml / llama.cpp: "alloc_tensor_range: failed to allocate CUDA0 buffer of size N",
-                // "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer", "unable to allocate CUDA0
-                // buffer" (ggml-alloc.c, llama-model.cpp; the buffer type is named after the device).
-                "failed to allocate CUDA",
-                "unable to allocate CUDA",
-                // TensorRT, after its allocator's warning "Requested amount of GPU memory (N bytes)
-                // could not be allocated": "Error Code 2: OutOfMemory (no further information)".
-                "Error Code 2: OutOfMemory",
-                // TensorRT 7's "../rtSafe/WeightsPtr.cpp (92) - OutOfMemory Error in allocate: 0".
-                // (Its allocator's "Requested amount of GPU memory (N bytes) could not be allocated"
-                // before it is left out: the builder logs the same text as a warning while it skips
-                // tactics that do not fit, and keying on it widened the gate's `ut of ` anchor to a
-                // `t of ` that ordinary English hits, about 8 % of scan time.)
-                "OutOfMemory Error in",
-                // ONNX Runtime's BFC arena (onnxruntime/core/framework/bfc_arena.cc,
-                // `BFCArena::AllocateRawInternal`): "Failed to allocate memory for requested buffer of
-                // size N", behind "Non-zero status code returned while running <Op> node".
-                "Failed to allocate memory for requested buffer of size",
-                // The same message after the function's name, which a title cut short keeps:
-                // "…bfc_arena.cc:342 onnxruntime::BFCArena::AllocateRawInternal Failed to allocate m".
-                "BFCArena::AllocateRawInternal Failed to allocate",
-                // ROCm builds: HIP's `hipErrorOutOfMemory` name (hip_runtime_api.h). PyTorch's
-                // hipified "HIP error: out of memory" is the runtime-text row's.
-                "hipErrorOutOfMemory",
-                // MATLAB's Parallel Computing Toolbox (MatConvNet and other GPU code in MATLAB): "Out
-                // of memory on device. To view more detail about available memory on the GPU, use
-                // 'gpuDevice()'. If the problem persists, reset the GPU by calling 'gpuDevice(1)'."
-                "Out of memory on device",
-                // Darknet (src/cuda.c, `cuda_make_array`): "Cuda malloc failed" when cudaMalloc
-                // returned no buffer.
-                "Cuda malloc failed",
-                // vLLM's start-up check (vllm/v1/worker/gpu_worker.py, `init_device`): "ValueError:
-                // Free memory on device (3.22/4.0 GiB) on startup is less than desired GPU memory
-                // utilization (0.9, 3.6 GiB). Decrease GPU memory utilization or reduce GPU memory
-                // used by other processes."
-                "on startup is less than desired GPU memory utilization",
-                // PyTorch's caching allocator with expandable segments, when the driver cannot map
-                // more physical memory into a segment: "expandable_segments: memory mapping failed
-                // with OOM on device 0 while trying to map 20971520 bytes (free: …, total: …)"
-                // (c10/cuda/CUDACachingAllocator.cpp; the `OutOfMemoryError` follows when nothing
-                // can be freed).
-                "memory mapping failed with OOM",
-                // The RAPIDS Accelerator for Apache Spark, since 23.04: the GPU allocation that
-                // failed is thrown as `com.nvidia.spark.rapids.jni.RetryOOM`, `SplitAndRetryOOM`
-                // and, later, `GpuRetryOOM` / `GpuSplitAndRetryOOM` ("GPU OutOfMemory: could not split
-                // inputs and retry"); the task retries, then fails (spark-rapids-jni, RmmSpark). Its
-                // `CpuRetryOOM` is host memory and is left out.
-                ".jni.RetryOOM",
-                ".jni.SplitAndRetryOOM",
-                "GpuRetryOOM",
-                "GpuSplitAndRetryOOM",
-            ],
-        )
-    },
+    gpu_oom(
+        "cuda_oom",
+        &[
+            "CUDA out of memory",
+            // A title's capitals ("[Bug]CUDA OUT OF MEMORY").
+            "CUDA OUT OF MEMORY",
+            "OutOfMemoryError",
+            "CUDA error: out of memory",
+            "CUDA_ERROR_OUT_OF_MEMORY",
+            "cudaErrorMemoryAllocation",
+            // CNMeM, the memory pool of Triton's early releases, Theano and Caffe: its status
+            // when the pool cannot grow (NVIDIA/cnmem, include/cnmem.h, `cnmemStatus_t`).
+            "CNMEM_STATUS_OUT_OF_MEMORY",
+            // TensorFlow: `ResourceExhaustedError` with "OOM when allocating tensor with shape[…]"
+            // (tensorflow/core/common_runtime/bfc_allocator.cc, op_kernel.cc) and the BFC
+            // allocator's "Allocator (GPU_0_bfc) ran out of memory trying to allocate".
+            "ResourceExhaustedError",
+            "OOM when allocating tensor",
+            "ran out of memory trying to allocate",
+            // The same sentence at the start of the line, as TensorFlow 0.x–1.x printed it: "Ran
+            // out of memory trying to allocate 220.5KiB.  See logs for memory state."
+            "Ran out of memory trying to allocate",
+            // Theano's CUDA backend: "Error allocating 26214400 bytes of device memory (out of
+            // memory). Driver report … bytes free and … bytes total" (theano/sandbox/cuda/
+            // cuda_ndarray.cu, `device_malloc`; the parenthesis is `cudaGetErrorString`).
+            "bytes of device memory (out of memory)",
+            // PaddlePaddle's allocator exception when its pool cannot grow:
+            // `paddle::memory::allocation::BadAlloc` (paddle/fluid/memory/allocation/
+            // allocator.h), whose what() is the "Out of memory error on GPU" sentence below.
+            "memory::allocation::BadAlloc",
+            // JAX/XLA: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes."
+            // (xla/stream_executor and tsl BFC allocator, surfaced as XlaRuntimeError).
+            "Out of memory while trying to allocate",
+            // Blender Cycles' CUDA device: "Out of memory in cuStreamCreate(&cuda_stream_, …)
+            // (…/intern/cycles/device/cuda/queue.cpp:21)" (`cuda_device_assert`, the driver
+            // result's name from cuewErrorString, then the call).
+            "Out of memory in cu",
+            // XLA's device allocator: "Failed to allocate request for 1.00GiB (1073741824B) on
+            // device ordinal 0" (xla/stream_executor/integrations/device_mem_allocator et al.);
+            // XLA's host buffers, CuPy and others: "Out of memory allocating N bytes".
+            "B) on device ordinal",
+            "Out of memory allocating",
+            // The body of PyTorch's caching-allocator message, which survives when the
+            // `OutOfMemoryError` head was cut from a paste: "Tried to allocate 2.00 GiB (GPU 0;
+            // 15.78 GiB total capacity; …)" and, since 2.1, "Tried to allocate 20.00 MiB. GPU 0 has
+            // a total capacity of 79.15 GiB of which …" (c10/cuda/CUDACachingAllocator.cpp).
+            "total capacity;",
+            "has a total capacity of",
+            // vLLM: "No available memory for the cache blocks. Try increasing
+            // `gpu_memory_utilization`" (vllm/worker/worker.py, v1/core/kv_cache_utils.py).
+            "No available memory for the cache blocks",
+            // SGLang: "Not enough memory. Please try to increase --mem-fraction-static."
+            // (sglang/srt/model_executor/model_runner.py).
+            "Please try to increase --mem-fraction-static",
+            // PaddlePaddle's allocator: "Out of memory error on GPU 0. Cannot allocate 1.5GB memory
+            // on GPU 0, available memory is only 416.6MB." (paddle/fluid/memory/allocation).
+            "Out of memory error on GPU",
+            // Lua Torch / cutorch: "THCudaCheck FAIL file=… line=… error=2 : out of memory" and
+            // "cuda runtime error (2) : out of memory" (lib/THC/THCGeneral.c).
+            "error=2 : out of memory",
+            "error (2) : out of memory",
+            // Julia's CUDA.jl: `OutOfGPUMemoryError`, shown as "Out of GPU memory" and, when
+            // the request's size is known, " trying to allocate 1.000 GiB", followed by the
+            // pool's usage (src/pool.jl `Base.showerror`). The bare form only as Julia prints an
+            // uncaught error (`ERROR: …`, `LoadError: …`): a README's "### Out of GPU memory"
+            // heading is no event.
+            "Out of GPU memory trying to allocate",
+            "ERROR: Out of GPU memory",
+            // Faiss's GPU allocations before its StandardGpuResources memory manager: "Faiss
+            // assertion 'cudaMalloc(p, size) == cudaSuccess' failed in void
+            // faiss::gpu::allocMemorySpace(…) at utils/MemorySpace.cpp:20; details: Failed to
+            // cudaMalloc 16000000000 bytes" (faiss/gpu/utils/MemorySpace.cpp, the one assertion
+            // of its allocator).
+            "failed in void faiss::gpu::allocMemorySpace",
+            // Thrust's temporary storage for an algorithm (cub's scratch space), allocated on the
+            // GPU: "MemoryError: std::bad_alloc: temporary_buffer::allocate:
+            // get_temporary_buffer failed" (thrust/detail/temporary_buffer.h), as RAPIDS shows it.
+            "temporary_buffer::allocate: get_temporary_buffer failed",
+            // Thrust's device allocations (`thrust::device_vector`, XGBoost's and cuML's
+            // buffers): `thrust::system::detail::bad_alloc`, whose what() is "std::bad_alloc: "
+            // and the CUDA error's text, "std::bad_alloc: out of memory" (later
+            // "std::bad_alloc: cudaErrorMemoryAllocation: out of memory";
+            // thrust/system/detail/bad_alloc.h). The host's own std::bad_alloc says just
+            // "std::bad_alloc".
+            "bad_alloc: out of memory",
+            "bad_alloc: cudaErrorMemoryAllocation",
+            // RMM's `rmm::bad_alloc` from a device memory resource, before RMM told out-of-memory
+            // apart: "MemoryError: std::bad_alloc: CUDA error at: …/rmm/mr/device/
+            // cuda_memory_resource.hpp:70: cudaErrorMemoryAllocation out of memory"
+            // (`RMM_CUDA_TRY(cudaMalloc(…), rmm::bad_alloc)`); a title cuts it after the place.
+            "bad_alloc: CUDA error at:",
+            "LoadError: Out of GPU memory",
+            "OutOfGPUMemoryError",
+            // ggml / llama.cpp: "alloc_tensor_range: failed to allocate CUDA0 buffer of size N",
+            // "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer", "unable to allocate CUDA0
+            // buffer" (ggml-alloc.c, llama-model.cpp; the buffer type is named after the device).
+            "failed to allocate CUDA",
+            "unable to allocate CUDA",
+            // TensorRT, after its allocator's warning "Requested amount of GPU memory (N bytes)
+            // could not be allocated": "Error Code 2: OutOfMemory (no further information)".
+            "Error Code 2: OutOfMemory",
+            // TensorRT 7's "../rtSafe/WeightsPtr.cpp (92) - OutOfMemory Error in allocate: 0".
+            // (Its allocator's "Requested amount of GPU memory (N bytes) could not be allocated"
+            // before it is left out: the builder logs the same text as a warning while it skips
+            // tactics that do not fit, and keying on it widened the gate's `ut of ` anchor to a
+            // `t of ` that ordinary English hits, about 8 % of scan time.)
+            "OutOfMemory Error in",
+            // ONNX Runtime's BFC arena (onnxruntime/core/framework/bfc_arena.cc,
+            // `BFCArena::AllocateRawInternal`): "Failed to allocate memory for requested buffer of
+            // size N", behind "Non-zero status code returned while running <Op> node".
+            "Failed to allocate memory for requested buffer of size",
+            // The same message after the function's name, which a title cut short keeps:
+            // "…bfc_arena.cc:342 onnxruntime::BFCArena::AllocateRawInternal Failed to allocate m".
+            "BFCArena::AllocateRawInternal Failed to allocate",
+            // ROCm builds: HIP's `hipErrorOutOfMemory` name (hip_runtime_api.h). PyTorch's
+            // hipified "HIP error: out of memory" is the runtime-text row's.
+            "hipErrorOutOfMemory",
+            // MATLAB's Parallel Computing Toolbox (MatConvNet and other GPU code in MATLAB): "Out
+            // of memory on device. To view more detail about available memory on the GPU, use
+            // 'gpuDevice()'. If the problem persists, reset the GPU by calling 'gpuDevice(1)'."
+            "Out of memory on device",
+            // Darknet (src/cuda.c, `cuda_make_array`): "Cuda malloc failed" when cudaMalloc
+            // returned no buffer.
+            "Cuda malloc failed",
+            // vLLM's start-up check (vllm/v1/worker/gpu_worker.py, `init_device`): "ValueError:
+            // Free memory on device (3.22/4.0 GiB) on startup is less than desired GPU memory
+            // utilization (0.9, 3.6 GiB). Decrease GPU memory utilization or reduce GPU memory
+            // used by other processes."
+            "on startup is less than desired GPU memory utilization",
+            // PyTorch's caching allocator with expandable segments, when the driver cannot map
+            // more physical memory into a segment: "expandable_segments: memory mapping failed
+            // with OOM on device 0 while trying to map 20971520 bytes (free: …, total: …)"
+            // (c10/cuda/CUDACachingAllocator.cpp; the `OutOfMemoryError` follows when nothing
+            // can be freed).
+            "memory mapping failed with OOM",
+            // The RAPIDS Accelerator for Apache Spark, since 23.04: the GPU allocation that
+            // failed is thrown as `com.nvidia.spark.rapids.jni.RetryOOM`, `SplitAndRetryOOM`
+            // and, later, `GpuRetryOOM` / `GpuSplitAndRetryOOM` ("GPU OutOfMemory: could not split
+            // inputs and retry"); the task retries, then fails (spark-rapids-jni, RmmSpark). Its
+            // `CpuRetryOOM` is host memory and is left out.
+            ".jni.RetryOOM",
+            ".jni.SplitAndRetryOOM",
+            "GpuRetryOOM",
+            "GpuSplitAndRetryOOM",
+            // PaddlePaddle 1.x's enforce on a failed CUDA allocation: "PaddleCheckError: out
+            // of memory at [/paddle/paddle/fluid/platform/device_context.cc:219]" (the
+            // runtime's `cudaGetErrorString` after the enforce's class).
+            "PaddleCheckError: out of memory",
+        ],
+    ),
     HeadlineRule {
         // vLLM's check that one sequence of the configured length fits the KV cache left after
         // the weights and activations: "ValueError: To serve at least one request with the
@@ -1838,14 +1845,23 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // container never started: "nvidia-container-cli: initialization error: nvml error:
         // driver not loaded: unknown", "… initialization error: load library failed:
         // libnvidia-ml.so.1: cannot open shared object file", "nvidia-container-cli: device
-        // error: 1: unknown device" (libnvidia-container, src/cli/common.c and nvc.c).
+        // error: 1: unknown device" (libnvidia-container, src/cli/common.c and nvc.c), and the
+        // later stages of `configure` (src/cli/configure.c): "nvidia-container-cli: detection
+        // error: driver error: timed out" (a driver that no longer answers, as on a GPU that
+        // fell off the bus), "… mount error: …", "… ldcache error: …".
         name: "nvidia_container_cli_failed",
         literals: &[
             "container-cli: initialization error",
             "container-cli: device error",
+            "container-cli: detection error",
+            "container-cli: mount error",
+            "container-cli: ldcache error",
             // The GPU Operator's toolkit container installs the binary under this name.
             "container-cli.real: initialization error",
             "container-cli.real: device error",
+            "container-cli.real: detection error",
+            "container-cli.real: mount error",
+            "container-cli.real: ldcache error",
         ],
         kind: Kind::CudaError,
         category: "nvidia_container_init_failed",
@@ -1919,6 +1935,58 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                systemd or cgroup reload did not drop its device access (restart the pod); on \
                the node, check that the nvidia kernel module is loaded and nvidia-smi works.",
         priority: MID,
+        requires_any: &[],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // A CUDA library that the job loads at its first GPU call is missing or does not load,
+        // and the call fails: CTranslate2 (faster-whisper, WhisperX) raises "RuntimeError:
+        // Library libcublas.so.12 is not found or cannot be loaded" / "… cublas64_11.dll …"
+        // (src/cuda/utils.cc, its dlopen of cuBLAS), and cuDNN 8 aborts with "Could not load
+        // library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file"
+        // or, on Windows, "Could not load library cudnn_ops_infer64_8.dll. Error code 126"
+        // (its sub-library loader). TensorFlow's "Could not load dynamic library …" is a
+        // warning after which it runs on the CPU, and stays out.
+        name: "cuda_library_load_failed",
+        literals: &["Error: Library ", ". Error: ", ". Error code "],
+        kind: Kind::CudaError,
+        category: "cuda_library_load_failed",
+        blame: Blame::Application,
+        hint: "A CUDA library (cuBLAS, cuDNN) that the job needs could not be loaded: install \
+               the CUDA and cuDNN versions this build of the framework expects (the file name \
+               gives the major version), or put their directory on LD_LIBRARY_PATH / PATH; in a \
+               container, check that the image ships them.",
+        priority: MID,
+        requires_any: &[
+            "is not found or cannot be loaded",
+            "Could not load library ",
+        ],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // ONNX Runtime's CUDA execution provider, before it printed the status (1.x releases'
+        // `CudaCall`, onnxruntime/core/providers/cuda/cuda_call.cc): "Status Message: CUDNN error
+        // executing cudnnConvolutionForward(s_.handle, …)", also "CUDA error executing
+        // cudaMemcpyAsync(…)" and "CUBLAS error executing cublasGemmHelper(…)". The line names
+        // the call, not the status; a status on another line of the report refines it.
+        name: "ort_library_call_failed",
+        literals: &[
+            "CUDNN error executing ",
+            "CUDA error executing ",
+            "CUBLAS error executing ",
+            "CUFFT error executing ",
+            "CURAND error executing ",
+        ],
+        kind: Kind::CudaError,
+        category: "unknown",
+        blame: Blame::Unknown,
+        hint: "A CUDA or CUDA-library call of ONNX Runtime's CUDA execution provider failed (the \
+               call is named after 'executing'): rerun with CUDA_LAUNCH_BLOCKING=1 and the \
+               session's log severity at verbose to see the status, and check that the cuDNN \
+               and CUDA versions are the ones this onnxruntime-gpu release was built for.",
+        priority: GENERIC,
         requires_any: &[],
         refines: &[],
         guard: None,

@@ -514,6 +514,20 @@ fn identifier_at<'a>(line: &'a str, hit: &Range<usize>) -> Option<(&'a str, &'a 
     Some((before, full, rest))
 }
 
+/// The text around the class name that `hit` starts: the last `tail` characters before it, past
+/// its module path (`torch.cuda.`, `CUDA::`), and what follows the name. Only a short tail is read,
+/// so a line of many hits stays linear.
+fn class_in_context<'a>(
+    line: &'a str,
+    hit: &Range<usize>,
+    tail: usize,
+) -> Option<(&'a str, &'a str)> {
+    let (before, _, after) = identifier_at(line, hit)?;
+    let before = before.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || "_.:".contains(c));
+    let from = before.char_indices().rev().nth(tail).map_or(0, |(i, _)| i);
+    Some((&before[from..], after))
+}
+
 /// Is `hit` the class of an exception that code raises, throws or catches: Python's `raise
 /// torch.cuda.OutOfMemoryError(…)` and `except torch.cuda.OutOfMemoryError`, Julia's
 /// `throw(OutOfGPUMemoryError())`, the C family's `throw new CudaException(` and `catch
@@ -522,14 +536,10 @@ fn identifier_at<'a>(line: &'a str, hit: &Range<usize>) -> Option<(&'a str, &'a 
 /// of these keywords. The class may be qualified by its module (`torch.cuda.`, `CUDA::`).
 fn raised_or_caught(line: &str, hit: &Range<usize>) -> bool {
     static KEYWORD: OnceLock<Regex> = OnceLock::new();
-    let Some((before, _, after)) = identifier_at(line, hit) else {
+    // The keyword and its parenthesis sit just before the class.
+    let Some((before, after)) = class_in_context(line, hit, 16) else {
         return false;
     };
-    let before = before.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || "_.:".contains(c));
-    // The keyword and its parenthesis sit just before the class: read a short tail only, so a
-    // line of many hits stays linear.
-    let tail_from = before.char_indices().rev().nth(16).map_or(0, |(i, _)| i);
-    let before = &before[tail_from..];
     cached(
         &KEYWORD,
         r"(?:^|[^\w.])(?:raise|throw|except|catch)\s*(?:\(\s*)?(?:(?:new|const)\s+)?$",
@@ -550,13 +560,9 @@ fn raised_or_caught(line: &str, hit: &Range<usize>) -> bool {
 fn used_as_a_type(line: &str, hit: &Range<usize>) -> bool {
     static BEFORE: OnceLock<Regex> = OnceLock::new();
     static AFTER: OnceLock<Regex> = OnceLock::new();
-    let Some((before, _, after)) = identifier_at(line, hit) else {
+    let Some((before, after)) = class_in_context(line, hit, 48) else {
         return false;
     };
-    let before = before.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || "_.:".contains(c));
-    // Only a short tail matters, so a line of many hits stays linear.
-    let tail_from = before.char_indices().rev().nth(48).map_or(0, |(i, _)| i);
-    let before = &before[tail_from..];
     let typed = cached(
         &BEFORE,
         r"(?:(?:^|[^\w.])(?:super|isinstance|issubclass)\(\s*(?:[\w.]+\s*,\s*)?|(?:^|[^\w.])class\s+)$",

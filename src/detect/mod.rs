@@ -674,11 +674,7 @@ fn type_name_alone(line: &str, hit: std::ops::Range<usize>) -> bool {
     // reads).
     // (The check's words stand just before the name; a window keeps a flood of names linear.)
     if name.ends_with("STATUS_") {
-        let from = hit.start.saturating_sub(128);
-        let check = (from..=hit.start)
-            .find(|&i| line.is_char_boundary(i))
-            .and_then(|i| line.get(i..hit.start))
-            .unwrap_or("");
+        let check = prose::window_before(line, hit.start, 128);
         return line
             .get(hit.end..)
             .is_some_and(|rest| rest.starts_with("SUCCESS"))

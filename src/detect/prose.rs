@@ -619,16 +619,21 @@ fn plural_as_a_cause(line: &str, hits: &[Range<usize>]) -> bool {
     !hits.is_empty()
         && hits.iter().all(|h| {
             let after = line.get(h.end..).unwrap_or("");
-            let from = h.start.saturating_sub(64);
-            let before = (from..=h.start)
-                .find(|&i| line.is_char_boundary(i))
-                .and_then(|i| line.get(i..h.start))
-                .unwrap_or("");
+            let before = window_before(line, h.start, 64);
             after.starts_with('s')
                 && !after[1..].starts_with(|c: char| c.is_alphanumeric())
                 && cause.is_match(before)
         })
         && !has_report_cue(line)
+}
+
+/// The up to `bytes` bytes of `line` that end at `at` (shortened to a character boundary): a
+/// bounded look-back keeps a line of many hits linear.
+pub(super) fn window_before(line: &str, at: usize, bytes: usize) -> &str {
+    (at.saturating_sub(bytes)..=at)
+        .find(|&i| line.is_char_boundary(i))
+        .and_then(|i| line.get(i..at))
+        .unwrap_or("")
 }
 
 /// Is each of `hits` (one at least) followed by text that `after`, anchored at its start,

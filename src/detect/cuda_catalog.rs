@@ -19,7 +19,7 @@
 //! `CUSPARSE_STATUS_…`, `CURAND_STATUS_…`, cuFFT's `CUFFT_…`) are refined the same way, by a rule
 //! rather than a list: the library and the status, lower-cased (`cusolver_execution_failed`).
 
-use super::prose::cached;
+use super::prose::{cached, window_before};
 use crate::detect::rules::{CUTLASS_NAMES, CUTLASS_STATUS_TEXTS, HEADLINE_RULES};
 use crate::model::{Blame, Kind};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
@@ -1088,11 +1088,7 @@ pub(crate) fn compared(line: &str, start: usize, end: usize) -> bool {
 fn member_of_a_tested_set(before: &str) -> bool {
     // A set that a test lists is short: look back a few hundred bytes only, so that a line of
     // thousands of names costs the same per name.
-    let from = before.len().saturating_sub(256);
-    let from = (from..before.len())
-        .find(|&i| before.is_char_boundary(i))
-        .unwrap_or(before.len());
-    let before = &before[from..];
+    let before = window_before(before, before.len(), 256);
     let Some(open) = before.rfind(['(', '[', '{']) else {
         return false;
     };

@@ -295,6 +295,72 @@ pub fn code_with_its_words(line: &str) -> Option<&'static CudaError> {
     Some(e)
 }
 
+/// A checking macro's line that prints the runtime's message right after an error word, with no
+/// "CUDA" before it: the `CUDA_CHECK_RETURN` of NVIDIA's Nsight project template and of the
+/// libraries that copied it ("Error invalid device ordinal at line 393 in file …/pythonInterface.c",
+/// bitsandbytes' csrc), an exception that carries the bare message ("RuntimeError: invalid
+/// device ordinal"). The message must follow the error word at once (a number or a colon between
+/// them at most) and be a whole catalog message. A message whose words any program could print
+/// ("out of memory", "invalid argument", "operation not permitted") counts only where the line
+/// has a macro's shape after it: "at line N", or a CUDA source file and its line.
+pub fn message_after_error_word(line: &str) -> bool {
+    static HEAD: OnceLock<Regex> = OnceLock::new();
+    static WHERE: OnceLock<Regex> = OnceLock::new();
+    let head = cached(
+        &HEAD,
+        r"\b(?:[A-Z][A-Za-z]*)?(?:Error|ERROR)(?:\s+\d{1,4})?\s*[:=]?\s*|\berror(?:\s+\d{1,4})?\s*[:=]?\s*",
+    );
+    let at_line = cached(
+        &WHERE,
+        r"^\s*(?:at line \d+|\S+\.(?:cu|cuh|cpp|cc|c|h|hpp)[ :(]\d+)",
+    );
+    head.find_iter(line).take(8).any(|m| {
+        // "CUDA error: …" and "HIP error: …" are the generic rows' (with their guards for
+        // code and prose).
+        let named = window_before(line, m.start(), 8).to_ascii_lowercase();
+        if named.ends_with("cuda ") || named.ends_with("hip ") {
+            return false;
+        }
+        let rest = &line[m.end()..];
+        errors().iter().any(|e| {
+            let Some(lead) = rest.get(..e.message.len()) else {
+                return false;
+            };
+            if !lead.eq_ignore_ascii_case(e.message)
+                || rest[e.message.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+            {
+                return false;
+            }
+            // As printed, capitalised or in capitals; a title's Title Case is not output.
+            let printed = lead == e.message
+                || lead == capitalised(e.message)
+                || lead == e.message.to_ascii_uppercase();
+            if !printed {
+                return false;
+            }
+            let after = &rest[e.message.len()..];
+            says_cuda(e.message) || at_line.is_match(after)
+        })
+    })
+}
+
+/// Does a runtime message speak of CUDA's own objects (a device, a kernel, a launch, PTX, a
+/// stream …) rather than in words any program prints?
+fn says_cuda(message: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    const PLAIN: [&str; 3] = [
+        "device not ready",
+        "named symbol not found",
+        "shared object symbol not found",
+    ];
+    !PLAIN.contains(&message)
+        && cached(
+            &R,
+            r"(?i)device|kernel|launch|ptx|peer|context|stream|texture|symbol|pitch|ecc|nvlink|cuda|gpu|graph|captur|cooperative|memory access|instruction|address|assert|ordinal|driver|grid|configuration|pointer|channel|surface|__|jit|resource|program counter|hardware|memcpy",
+        )
+        .is_match(message)
+}
+
 /// The headline rows' guard for [`code_with_its_words`].
 pub fn names_code_with_its_words(line: &str) -> bool {
     code_with_its_words(line).is_some()
@@ -1113,6 +1179,34 @@ fn word_bounded(line: &str, start: usize, end: usize) -> bool {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn a_message_right_after_an_error_word_is_read_as_printed() {
+        for (line, want) in [
+            (
+                "Error invalid device ordinal at line 393 in file pythonInterface.c",
+                true,
+            ),
+            ("Error: Invalid device ordinal", true),
+            ("ERROR: INVALID DEVICE ORDINAL", true),
+            (
+                "RuntimeError: too many resources requested for launch",
+                true,
+            ),
+            // A title's Title Case, and a message that goes on into a longer word.
+            ("Error: Invalid Device Ordinal", false),
+            ("Error invalid device ordinals", false),
+            // The generic rows own "CUDA error: …" and "HIP error: …".
+            ("CUDA error: invalid device ordinal", false),
+            ("hip error: invalid device ordinal", false),
+            // Words any program prints need a macro's place after them.
+            ("Error: out of memory", false),
+            ("Error out of memory at line 12 in file ops.cu", true),
+            ("error: invalid argument kernels.cu:88", true),
+        ] {
+            assert_eq!(message_after_error_word(line), want, "{line}");
+        }
+    }
 
     #[test]
     fn cutlass_statuses_name_their_family() {

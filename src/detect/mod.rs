@@ -749,7 +749,7 @@ fn nccl_result_in_words(line: &str) -> Option<Evidence> {
 /// Rows whose wording is only a CUDA error when the catalog can name the message after it:
 /// Caffe2's "Error at: <file>.cu:<line>: <message>", Triton's and TensorRT's wrappers, a checking
 /// macro's "<call> failed with error <message>".
-const REFINED_ONLY: [&str; 11] = [
+const REFINED_ONLY: [&str; 12] = [
     "tf_failed_driver_call",
     "opencv_gpu_api_call",
     "cutlass_status",
@@ -761,6 +761,7 @@ const REFINED_ONLY: [&str; 11] = [
     "cuda_error_code_in_words",
     "cuda_call_failed_numbered",
     "cuda_code_with_its_words",
+    "cuda_message_after_error_word",
 ];
 
 /// Keeps the headline rows whose hit (the range at the same index of `hits`) starts before `at`,
@@ -1286,7 +1287,7 @@ mod tests {
             // NCCL's CUDACHECK (src/include/checks.h) and its IB verbs wrappers (ibvwrap.cc).
             ("node01:1234:5678 [1] include/alloc.h:48 NCCL WARN Cuda failure 'out of memory'", Kind::NcclError, "nccl_unhandled_cuda_error"),
             ("node01:1234:5678 [1] enqueue.cc:1553 NCCL WARN Cuda failure 700 'an illegal memory access was encountered'", Kind::NcclError, "nccl_unhandled_cuda_error"),
-            ("node01:1234:5678 [0] misc/ibvwrap.cc:252 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_0:1, curr state INIT, next state RTR", Kind::NcclError, "nccl_unhandled_system_error"),
+            ("node01:1234:5678 [0] misc/ibvwrap.cc:252 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_0:1, curr state INIT, next state RTR", Kind::NcclError, "nccl_ib_connect_timeout"),
             ("node01:1234:5678 [0] NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory", Kind::NcclError, "nccl_unhandled_system_error"),
             // ncclGetErrorString of NCCL 2.7 and older, as PyTorch printed it.
             ("RuntimeError: NCCL error in: /opt/pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:825, internal error, NCCL version 2.7.8", Kind::NcclError, "nccl_internal_error"),
@@ -2167,6 +2168,52 @@ mod tests {
             headline(&d, "my job failed due to NCCL errors after 3 hours"),
             Some((Kind::NcclError, "unknown".to_owned()))
         );
+    }
+
+    /// Round thirty-three: a checking macro's bare runtime message, NCCL sites with a specific
+    /// cause behind a generic result, Horovod's stall and shutdown, and sentences that sort errors
+    /// into kinds.
+    #[test]
+    fn round_thirty_three_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("Error invalid device ordinal at line 393 in file /src/bitsandbytes/csrc/pythonInterface.c", Kind::CudaError, "invalid_device_ordinal"),
+            ("Error out of memory at line 76 in file ops.cu", Kind::Oom, "cuda_oom"),
+            ("RuntimeError: invalid device function", Kind::CudaError, "invalid_device_function"),
+            ("error: too many resources requested for launch", Kind::CudaError, "launch_out_of_resources"),
+            ("RuntimeError: FlashAttention only supports Ampere GPUs or newer.", Kind::CudaError, "unsupported_gpu"),
+            ("_ibvwrap.cc: NCCL WARN Call to ibv_modify_qp failed with error Connection timed out_", Kind::NcclError, "nccl_ib_connect_timeout"),
+            ("n1:7:7 [1] graph/paths.cc:301 NCCL WARN P2P is disabled between NVLINK connected GPUs 1 and 0. This should not be the case given their connectivity, and is probably due to a hardware issue.", Kind::NcclError, "nccl_nvlink_p2p_disabled"),
+            ("gpu617:22841:22841 [0] bootstrap.cc:37 NCCL WARN Bootstrap : no socket interface found", Kind::NcclError, "nccl_bootstrap_no_socket_interface"),
+            ("e82c:213:213 [0] include/socket.h:333 NCCL WARN Call to bind failed : Cannot assign requested address", Kind::NcclError, "nccl_socket_bind_failed"),
+            ("RuntimeError: ncclCommInitRank failed.", Kind::NcclError, "nccl_init_failed"),
+            ("[2019-06-04 16:49:19.737850: W horovod/common/operations.cc:588] One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds.", Kind::NcclError, "horovod_stall"),
+            ("Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor after one of the ranks finished execution.", Kind::NcclError, "horovod_shutdown"),
+        ] {
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // Messages in words any program prints, without a macro's place after them.
+            "Error: out of memory",
+            "ValueError: invalid argument",
+            // An error word with a message that only starts like one.
+            "Error invalid device ordinals are rejected",
+            // A README's requirement, not an error.
+            "Note: FlashAttention only supports Ampere GPUs or newer.",
+            // A glossary that sorts errors into kinds.
+            "Other errors include unhandled system error from failed IB verbs, remote peer not found from network topology changes, and invalid usage from mismatched collective calls across ranks.",
+            "The most common NCCL error is the watchdog timeout (default 180 seconds), which fires when any rank fails to complete a collective.",
+            "NCCL errors are failures in NVIDIA's collective library. Other errors include unhandled system error from failed IB verbs.",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+        // A result NCCL names keeps its family; a report that met the kind stays a report.
+        assert_eq!(
+            headline(&d, "ncclCommInitRank failed: internal error"),
+            Some((Kind::NcclError, "nccl_internal_error".to_owned()))
+        );
+        assert!(headline(&d, "NCCL errors are killing my job: RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL version 2.10.3").is_some());
+        assert!(headline(&d, "My job failed. The most common NCCL error is the watchdog timeout, and I got it: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.").is_some());
     }
 
     /// Round thirty: numbered calls and codes of programs outside PyTorch, shorthand titles, RL

@@ -221,6 +221,7 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
         || quantified_class(line, hits)
         || plural_in_general(line, hits)
         || plural_as_a_cause(line, hits)
+        || introduced_as_kinds(line, hits)
         || set_with_its_default(line, hits)
         || asked_about(line, hits)
         || second_person_scenario(line)
@@ -627,6 +628,41 @@ fn plural_as_a_cause(line: &str, hits: &[Range<usize>]) -> bool {
         && !has_report_cue(line)
 }
 
+/// Is every one of `hits` named in a sentence that lists kinds of errors: "Other errors include
+/// unhandled system error from failed IB verbs, … and invalid usage from mismatched calls", "The
+/// most common NCCL error is the watchdog timeout", or the plural class such a sentence defines
+/// ("NCCL errors are failures in …")? A glossary or an article sorts errors so; a report says
+/// which one it met, and the report cue keeps it.
+fn introduced_as_kinds(line: &str, hits: &[Range<usize>]) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let kinds = cached(
+        &R,
+        r"(?i)\b(?:(?:errors|failures|exceptions)\s+(?:include|including|such\s+as)|(?:the\s+)?most\s+(?:common|frequent|typical)\s+(?:\w+\s+){0,2}?(?:error|failure|exception)s?\s+(?:is|are))\b",
+    );
+    !hits.is_empty()
+        && hits.iter().all(|h| {
+            // The class itself as the plural subject that the sentence defines or sorts ("NCCL
+            // errors are failures in …").
+            let after = line.get(h.end..).unwrap_or("");
+            if after.starts_with("s are ") || after.starts_with("s include ") {
+                return true;
+            }
+            // The sentence up to the hit and a few words past it: the hit may be the class the
+            // sentence sorts ("The most common NCCL error is …").
+            let end = (h.end + 24..=line.len().min(h.end + 28))
+                .find(|&i| line.is_char_boundary(i))
+                .unwrap_or(line.len());
+            let before = window_before(line, end, 240 + end - h.start);
+            let start = before[..before.len() - (end - h.start)]
+                .rfind(['.', '!', '?'])
+                .map_or(0, |i| i + 1);
+            kinds
+                .find(&before[start..])
+                .is_some_and(|m| m.start() + start <= before.len() - (end - h.start))
+        })
+        && !has_report_cue(line)
+}
+
 /// The up to `bytes` bytes of `line` that end at `at` (shortened to a character boundary): a
 /// bounded look-back keeps a line of many hits linear.
 pub(super) fn window_before(line: &str, at: usize, bytes: usize) -> &str {
@@ -953,7 +989,7 @@ fn introduces_an_example(t: &str) -> bool {
     static R: OnceLock<Regex> = OnceLock::new();
     let r = cached(
         &R,
-        r"(?i)\b(?:for example|for instance|e\.\s?g\.|such as|instead of|(?:looks?|looking) like one of|one of (?:these|the following)|commonly\s+(?:appears?|shows? up|is (?:displayed|shown|printed)|manifests?)\s+(?:as|like)|par exemple|tel(?:le)?s? que|por ejemplo|por exemplo|tal(?:es)? como|zum beispiel|z\.\s?b\.|wie etwa|ad esempio|per esempio|bijvoorbeeld|zoals|na przykład|np\.|tak(?:i|ie|a|ich) jak|například|jako např\.|misalnya|contohnya|seperti|örneğin|gibi|ví dụ|chẳng hạn như|till exempel|t\.\s?ex\.|såsom|например|к примеру|так(?:ие|ой|ая|их) как|наприклад|так(?:і|ий|а) як)(?:\W|$)|例如|比如|譬如|例えば|たとえば|예를 들어|예를 들면",
+        r"(?i)\b(?:for example|for instance|e\.\s?g\.|such as|instead of|similar to (?:this|these|the following)|(?:looks?|looking) like one of|one of (?:these|the following)|commonly\s+(?:appears?|shows? up|is (?:displayed|shown|printed)|manifests?)\s+(?:as|like)|par exemple|tel(?:le)?s? que|por ejemplo|por exemplo|tal(?:es)? como|zum beispiel|z\.\s?b\.|wie etwa|ad esempio|per esempio|bijvoorbeeld|zoals|na przykład|np\.|tak(?:i|ie|a|ich) jak|například|jako např\.|misalnya|contohnya|seperti|örneğin|gibi|ví dụ|chẳng hạn như|till exempel|t\.\s?ex\.|såsom|например|к примеру|так(?:ие|ой|ая|их) как|наприклад|так(?:і|ий|а) як)(?:\W|$)|例如|比如|譬如|例えば|たとえば|예를 들어|예를 들면",
     );
     // The Romance languages' "like:" closing the intro: reporters end their own sentences so too
     // ("normalmente me sale un error como:", "geralmente recebo um erro como:"), with the first
@@ -974,7 +1010,7 @@ fn introduces_an_example(t: &str) -> bool {
     static GENERIC: OnceLock<Regex> = OnceLock::new();
     let generic = cached(
         &GENERIC,
-        r"(?i)\b(?:instead of|you|your|may|might|can|could|would|typically|usually|often|common|commonly|various|different|vous|votre|peut|pourrait|probablement|généralement|usted|puede|podría|probable|probablemente|normalmente|você|pode|provável|provavelmente|geralmente|sie|kann|könnte|wahrscheinlich|potresti|può|probabilmente|jij|kunt|kunnen|waarschijnlijk|prawdopodobnie|może|możesz|zwykle|pravděpodobně|můžete|obvykle|anda|kamu|mungkin|kemungkinan|biasanya|muhtemelen|genellikle|bạn|có thể|förmodligen)\b|\bвы\b|\bвас\b|\bваш|\bмож|обычно|\bви\b|можливо|зазвичай|你|您|可能|通常|常见|各种|よく|場合|수 있|보통",
+        r"(?i)\b(?:instead of|you|your|may|might|can|could|would|will (?:show|print|display|log|report|output|emit)|typically|usually|often|common|commonly|various|different|vous|votre|peut|pourrait|probablement|généralement|usted|puede|podría|probable|probablemente|normalmente|você|pode|provável|provavelmente|geralmente|sie|kann|könnte|wahrscheinlich|potresti|può|probabilmente|jij|kunt|kunnen|waarschijnlijk|prawdopodobnie|może|możesz|zwykle|pravděpodobně|můžete|obvykle|anda|kamu|mungkin|kemungkinan|biasanya|muhtemelen|genellikle|bạn|có thể|förmodligen)\b|\bвы\b|\bвас\b|\bваш|\bмож|обычно|\bви\b|можливо|зазвичай|你|您|可能|通常|常见|各种|よく|場合|수 있|보통",
     );
     r.is_match(t)
         && generic.is_match(t)

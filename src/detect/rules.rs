@@ -571,6 +571,44 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         guard: None,
     },
     HeadlineRule {
+        // A kernel library that refuses the GPU's architecture outright: flash-attention's
+        // `TORCH_CHECK(is_sm8x || is_sm90, "FlashAttention only supports Ampere GPUs or newer.")`
+        // (csrc/flash_attn/flash_api.cpp), and the wrappers that reword it ("… only supports
+        // Turing GPUs or newer"). The build has kernels; the card is too old for them.
+        name: "unsupported_gpu",
+        literals: &[" GPUs or newer", " GPUs and newer"],
+        kind: Kind::CudaError,
+        category: "unsupported_gpu",
+        blame: Blame::Application,
+        hint: "A library in the job supports only newer GPU architectures than this one (the \
+               message names the oldest): run the job on such GPUs, or turn the library off \
+               (for flash-attention, an attention implementation such as sdpa or eager).",
+        priority: MID,
+        requires_any: &["Error", "error", "ERROR"],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // A communicator's initialisation reported as failed without NCCL's result ("RuntimeError:
+        // ncclCommInitRank failed.", a binding's own check); a rule that names the result wins.
+        name: "nccl_init_failed",
+        literals: &[
+            "ncclCommInitRank failed",
+            "ncclCommInitAll failed",
+            "ncclCommInitRankConfig failed",
+        ],
+        kind: Kind::NcclError,
+        category: "nccl_init_failed",
+        blame: Blame::Unknown,
+        hint: "An NCCL communicator could not be created: rerun with NCCL_DEBUG=INFO (or WARN) \
+               to see NCCL's reason; common ones are a full /dev/shm in containers, no usable \
+               network interface (NCCL_SOCKET_IFNAME), and ranks that disagree on the world size.",
+        priority: GENERIC,
+        requires_any: &[],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
         name: "cuda_no_kernel_image",
         literals: &[
             "no kernel image is available for execution",
@@ -1818,6 +1856,19 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         guard: Some(super::cuda_catalog::names_code_with_its_words),
         ..generic_cuda("cuda_code_with_its_words", &["CUDA "])
     },
+    HeadlineRule {
+        // A checking macro that prints the runtime's message right after an error word:
+        // "Error invalid device ordinal at line 393 in file …/pythonInterface.c" (the
+        // `CUDA_CHECK_RETURN` of NVIDIA's Nsight template, copied by bitsandbytes and others),
+        // "RuntimeError: invalid device ordinal". Only where a whole catalog
+        // message follows the word (`cuda_catalog::message_after_error_word`), which names the
+        // family.
+        guard: Some(super::cuda_catalog::message_after_error_word),
+        ..generic_cuda(
+            "cuda_message_after_error_word",
+            &["Error ", "Error:", "error ", "error:"],
+        )
+    },
     // PhysX's CUDA context manager, when a module does not load: "PhysX error: Failed to load
     // CUDA module data. Cuda error code 222." (the `CUresult`).
     generic_cuda("cuda_error_code_numbered", &["Cuda error code "]),
@@ -2799,6 +2850,121 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
                (ibstat), the locked-memory limit (ulimit -l; ibv_reg_mr failing with \
                \"Cannot allocate memory\"), and GPUDirect RDMA (nvidia-peermem) on both peers.",
         priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // The same wrapper when moving a queue pair to its connected state timed out ("NCCL WARN
+        // Call to ibv_modify_qp failed with error Connection timed out", older "… failed with
+        // 110 Connection timed out"): the peer's HCA never answered the connection, which is a
+        // fabric or addressing problem (RoCE GID index, subnet, a port that is down), not a
+        // failed transfer.
+        name: "nccl_ib_connect_timeout",
+        literals: &["ibv_modify_qp failed"],
+        kind: Kind::NcclError,
+        category: "nccl_ib_connect_timeout",
+        blame: Blame::Unknown,
+        hint: "NCCL timed out connecting an InfiniBand/RoCE queue pair to a peer: check that both \
+               HCAs' ports are up (ibstat), that the peers can reach each other on that fabric, \
+               and on RoCE the GID index (NCCL_IB_GID_INDEX, show_gids) and the VLAN/subnet; \
+               NCCL_IB_HCA can exclude a port that is down.",
+        priority: HIGH + 1,
+        requires_any: &["Connection timed out", "ETIMEDOUT"],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // NCCL's topology check when NVML reports peer access disabled between two GPUs that
+        // NVLink connects: "P2P is disabled between NVLINK connected GPUs 1 and 0. This should
+        // not be the case given their connectivity, and is probably due to a hardware issue. …"
+        // (src/graph/paths.cc, followed by `return ncclUnhandledCudaError`; the generated WARN
+        // catalog reads that site as one NCCL goes on from, because the branch before it sets
+        // the pair to no-P2P when NCCL_IGNORE_DISABLED_P2P is set). A link that is down, or on
+        // NVSwitch systems a GPU the fabric manager has not admitted to the fabric.
+        name: "nccl_nvlink_p2p_disabled",
+        literals: &["P2P is disabled between NVLINK connected GPUs"],
+        kind: Kind::NcclError,
+        category: "nccl_nvlink_p2p_disabled",
+        blame: Blame::Hardware,
+        hint: "NVML reports peer access disabled between two NVLink-connected GPUs, and NCCL \
+               stops: check the links (nvidia-smi nvlink -s), on NVSwitch systems the fabric \
+               manager and the GPUs' fabric state (nvidia-smi -q, Fabric), and the kernel log for \
+               NVLink Xids; drain the node until it is fixed. NCCL_IGNORE_DISABLED_P2P=1 only \
+               hides the check.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // NCCL's bootstrap found no interface to use (src/bootstrap.cc, "Bootstrap : no socket
+        // interface found", returning ncclInvalidUsage): NCCL_SOCKET_IFNAME names an interface
+        // this host or container does not have, or only loopback and docker bridges exist.
+        name: "nccl_bootstrap_no_socket_interface",
+        literals: &["NCCL WARN Bootstrap : no socket interface found"],
+        kind: Kind::NcclError,
+        category: "nccl_bootstrap_no_socket_interface",
+        blame: Blame::Application,
+        hint: "NCCL found no network interface for its bootstrap: set NCCL_SOCKET_IFNAME to an \
+               interface that exists on every host (ip -br addr; in a container, the pod's own \
+               interface, or run with host networking), or unset it to let NCCL choose.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // NCCL's socket layer could not bind to the address it chose (include/socket.h, "Call to
+        // bind failed : Cannot assign requested address"): the interface's address is not this
+        // host's (a docker bridge address, a stale NCCL_SOCKET_IFNAME).
+        name: "nccl_socket_bind_failed",
+        literals: &["Call to bind failed"],
+        kind: Kind::NcclError,
+        category: "nccl_socket_bind_failed",
+        blame: Blame::Application,
+        hint: "NCCL could not bind a socket to the interface it chose: point NCCL_SOCKET_IFNAME \
+               at an interface whose address belongs to this host and that the peers can reach \
+               (not a docker bridge), or run the containers with host networking.",
+        priority: HIGH,
+        requires_any: &["NCCL WARN", "socket.h", "socket.cc"],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // Horovod's stall inspector (horovod/common/stall_inspector.cc): "One or more tensors were
+        // submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for
+        // remainder of ranks for more than 60 seconds. …", then the stalled tensors and the
+        // ranks that did not submit them. Past HOROVOD_STALL_SHUTDOWN_TIME_SECONDS it shuts the
+        // job down.
+        name: "horovod_stall",
+        literals: &["are waiting for remainder of ranks"],
+        kind: Kind::NcclError,
+        category: "horovod_stall",
+        blame: Blame::Unknown,
+        hint: "Some ranks submitted a collective that the others never did: the missing ranks \
+               (listed after the warning) are stuck, dead, or run a different code path \
+               (a data-dependent branch, an uneven last batch). Check those ranks' logs and nodes \
+               first.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // Horovod's error for an operation after the job shut down (horovod/common/common.h,
+        // `SHUT_DOWN_ERROR`): "Horovod has been shut down. This was caused by an exception on one
+        // of the ranks or an attempt to allreduce, allgather or broadcast a tensor after one of
+        // the ranks finished execution. …". The cause is another rank's.
+        name: "horovod_shutdown",
+        literals: &["after one of the ranks finished execution"],
+        kind: Kind::NcclError,
+        category: "horovod_shutdown",
+        blame: Blame::Unknown,
+        hint: "Horovod shut down because a rank raised an exception or finished early: find the \
+               first rank's exception before the first shutdown message, or make every rank run \
+               the same number of steps.",
+        priority: MID,
         requires_any: &[],
         refines: &[],
         guard: None,

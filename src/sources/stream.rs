@@ -363,6 +363,29 @@ fn framed_by_neighbours(
     if rank_prefix(text.as_bytes()).is_some() {
         return Frame::Reported;
     }
+    // An entry of a troubleshooting page: the error under a Markdown heading or after a
+    // "Description:" / "Symptom:" label, with the next text a "Cause:" / "Solution:" label
+    // (problem, cause, fix). A report pastes its error and goes on in its own words.
+    if matches!(evidence, Evidence::Headline { .. })
+        && (atx_heading(text)
+            || around
+                .intro
+                .is_some_and(|i| docs_label(i, DocsLabel::Problem)))
+        && around
+            .after
+            .is_some_and(|a| docs_label(a, DocsLabel::Answer))
+    {
+        return Frame::Shown;
+    }
+    // An FAQ's entry titled by a quoted phrase alone on a list item (`- "GPU out of memory when
+    // validation"`) with its answer indented under it. Errors a report lists as bullets are
+    // followed by the next bullet or by the report's own lines.
+    if matches!(evidence, Evidence::Headline { .. })
+        && quoted_list_item(text)
+        && around.next.is_some_and(|n| answer_under_item(det, text, n))
+    {
+        return Frame::Shown;
+    }
     // A Markdown heading that is an error's name ("## CUDA out of memory" in a troubleshooting
     // page) followed at once by advice to the reader ("If you see out of memory (OOM) errors,
     // you can try …") titles a section of a document. An issue's title shown as a heading is
@@ -515,6 +538,77 @@ fn advises_the_reader(line: &str) -> bool {
     })
     .find(line);
     opening.is_some_and(|m| !crate::detect::prose::has_report_cue(&line[m.end()..]))
+}
+
+/// Is `text` a Markdown ATX heading (one to six `#` and a space), whatever its words?
+fn atx_heading(text: &str) -> bool {
+    let t = text.trim_start();
+    let hashes = t.bytes().take_while(|&b| b == b'#').count();
+    (1..=6).contains(&hashes) && t[hashes..].starts_with(' ')
+}
+
+/// Which label of a troubleshooting entry [`docs_label`] looks for.
+#[derive(Clone, Copy)]
+enum DocsLabel {
+    /// What the reader sees: "Description:", "Symptom:", "Error message:".
+    Problem,
+    /// What the page tells them: "Cause:", "Solution:", "Fix:", "Workaround:".
+    Answer,
+}
+
+/// Does `line` open with a troubleshooting entry's label, as a list item or in emphasis or not
+/// ("* **Solution**: Reduce …", "**Cause:** GPU memory exhausted", "解决方法：…")?
+fn docs_label(line: &[u8], which: DocsLabel) -> bool {
+    static PROBLEM: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static ANSWER: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let (cell, words) = match which {
+        DocsLabel::Problem => (
+            &PROBLEM,
+            r"description|symptoms?|problem|error\s+messages?|现象|问题描述|报错信息",
+        ),
+        DocsLabel::Answer => (
+            &ANSWER,
+            r"causes?|root\s+cause|reasons?|solutions?|fix(?:es)?|how\s+to\s+fix|resolution|workaround|remedy|原因|解决方法|解决方案|解决办法",
+        ),
+    };
+    let r = crate::detect::prose::cached(
+        cell,
+        &format!(
+            r"(?i)^\s*(?:[-*+]\s+|\d{{1,2}}[.)]\s+)?(?:\*\*|__|\*|_)?\s*(?:{words})\s*(?:(?:\*\*|__|\*|_)\s*[:：]|[:：])"
+        ),
+    );
+    r.is_match(&String::from_utf8_lossy(line))
+}
+
+/// Is `text` a list item whose whole content is one quoted phrase?
+fn quoted_list_item(text: &str) -> bool {
+    let t = text.trim();
+    let Some(item) = t
+        .strip_prefix(['-', '*', '+'])
+        .filter(|i| i.starts_with(' '))
+    else {
+        return false;
+    };
+    let item = item.trim();
+    let mut cs = item.chars();
+    let (Some(open), Some(close)) = (cs.next(), cs.next_back()) else {
+        return false;
+    };
+    matches!((open, close), ('"', '"') | ('\u{201c}', '\u{201d}'))
+        && !item[open.len_utf8()..item.len() - close.len_utf8()]
+            .contains(['"', '\u{201c}', '\u{201d}'])
+}
+
+/// Is `next` the answer indented under the list item `item`: deeper than the item's bullet, not
+/// a bullet itself, and naming no error of its own?
+fn answer_under_item(det: &DetectorSet, item: &str, next: &[u8]) -> bool {
+    let indent = |b: &[u8]| b.iter().take_while(|c| **c == b' ' || **c == b'\t').count();
+    let depth = indent(next);
+    let rest = &next[depth..];
+    depth > indent(item.as_bytes())
+        && !rest.is_empty()
+        && !matches!(rest[0], b'-' | b'*' | b'+')
+        && !det.gate_matches(next)
 }
 
 /// Is `text` one quoted string and nothing else but a trailing `,` or `)`? (A string that ends
@@ -1363,6 +1457,32 @@ mod first_line {
     fn a_ruled_out_line_is_not_read_again_joined() {
         let table = "| cudaErrorMissingConfiguration | 1 | The device function being invoked (usually via cudaLaunch()) was not previously configured via the cudaConfigureCall() function. |\n| cudaErrorMemoryAllocation | 2 |\tThe API call failed because it was unable to allocate enough memory to perform the requested operation. |\n";
         assert_counts(&[(table, 0)]);
+    }
+
+    /// A troubleshooting page's entries: an error under a heading or a "Description:" label with a
+    /// "Cause:" / "Solution:" label next, and an FAQ's quoted title with its answer indented under
+    /// it. A report that pastes the same error and goes on in its own words stays an event.
+    #[test]
+    fn troubleshooting_entries_are_not_events() {
+        let wiki = "* #### Running out of GPU memory\n   * **Description**:\n   ERROR : CUDA ERROR : out of memory !!\n   * **Solution**: Reduce GPU_NSTREAM until the issue is resolved.\n";
+        assert!(auto_findings(wiki).is_empty(), "{:?}", auto_findings(wiki));
+        let guide = "## Common Error Messages\n\n### `torch.cuda.OutOfMemoryError`\n\n**Cause:** GPU memory exhausted\n**Solution:** Use CPU evaluation or smaller model\n\n### `RuntimeError: CUDA error: out of memory`\n\n**Cause:** GPU memory allocation failed\n";
+        assert!(
+            auto_findings(guide).is_empty(),
+            "{:?}",
+            auto_findings(guide)
+        );
+        let faq = "- \"GPU out of memory when validation\"  \n  Decrease `test_micro_batch_size` and run a short epoch first.\n";
+        assert!(auto_findings(faq).is_empty(), "{:?}", auto_findings(faq));
+        let doc = "If insufficient shared memory is available, NCCL will fail to initialize. Running with NCCL_DEBUG=WARN will show a message similar to this:\n\nNCCL WARN Error: failed to extend /dev/shm/nccl-03v824 to 4194660 bytes\n";
+        assert!(auto_findings(doc).is_empty(), "{:?}", auto_findings(doc));
+        for report in [
+            "### Training crashes\n\nRuntimeError: CUDA error: out of memory\nI reduced the batch size but it still fails.\n",
+            "I got these errors:\n- \"GPU out of memory when validation\"\n- \"CUDA error: an illegal memory access was encountered\"\n",
+            "When I run it, it shows a message similar to this:\n\nNCCL WARN Error: failed to extend /dev/shm/nccl-03v824 to 4194660 bytes\n",
+        ] {
+            assert!(!auto_findings(report).is_empty(), "{report}");
+        }
     }
 
     /// A guide's example that spans lines is one quotation, up to the blank line; a line with a

@@ -302,7 +302,9 @@ pub fn code_with_its_words(line: &str) -> Option<&'static CudaError> {
 /// device ordinal"). The message must follow the error word at once (a number or a colon between
 /// them at most) and be a whole catalog message. A message whose words any program could print
 /// ("out of memory", "invalid argument", "operation not permitted") counts only where the line
-/// has a macro's shape after it: "at line N", or a CUDA source file and its line.
+/// has a macro's shape after it: "at line N", or a source file (CUDA, C or C++) and its line.
+/// Only lines with "Error" or "error" reach this check: a head in capitals ("ERROR: …") holds no
+/// gate anchor.
 pub fn message_after_error_word(line: &str) -> bool {
     static HEAD: OnceLock<Regex> = OnceLock::new();
     static WHERE: OnceLock<Regex> = OnceLock::new();
@@ -331,10 +333,17 @@ pub fn message_after_error_word(line: &str) -> bool {
             {
                 return false;
             }
-            // As printed, capitalised or in capitals; a title's Title Case is not output.
-            let printed = lead == e.message
-                || lead == capitalised(e.message)
-                || lead == e.message.to_ascii_uppercase();
+            // As printed, with its first letter capitalised, or in capitals; a title's Title
+            // Case is not output.
+            let first_up = lead.get(1..) == e.message.get(1..)
+                && lead.as_bytes().first()
+                    == e.message
+                        .as_bytes()
+                        .first()
+                        .map(u8::to_ascii_uppercase)
+                        .as_ref();
+            let printed =
+                lead == e.message || first_up || lead.bytes().all(|b| !b.is_ascii_lowercase());
             if !printed {
                 return false;
             }
@@ -1189,6 +1198,7 @@ mod tests {
             ),
             ("Error: Invalid device ordinal", true),
             ("ERROR: INVALID DEVICE ORDINAL", true),
+            ("Error: No CUDA-capable device is detected", true),
             (
                 "RuntimeError: too many resources requested for launch",
                 true,

@@ -639,10 +639,15 @@ fn introduced_as_kinds(line: &str, hits: &[Range<usize>]) -> bool {
         &R,
         r"(?i)\b(?:(?:errors|failures|exceptions)\s+(?:include|including|such\s+as)|(?:the\s+)?most\s+(?:common|frequent|typical)\s+(?:\w+\s+){0,2}?(?:error|failure|exception)s?\s+(?:is|are))\b",
     );
-    !hits.is_empty()
+    if hits.is_empty() || has_report_cue(line) {
+        return false;
+    }
+    // One pass over the line: does it sort errors at all?
+    let sorts = kinds.is_match(line);
+    sorts
         && hits.iter().all(|h| {
-            // The class itself as the plural subject that the sentence defines or sorts ("NCCL
-            // errors are failures in …").
+            // The class itself as the plural subject, on a line that sorts errors ("NCCL errors
+            // are failures in …. Other errors include …").
             let after = line.get(h.end..).unwrap_or("");
             if after.starts_with("s are ") || after.starts_with("s include ") {
                 return true;
@@ -660,7 +665,6 @@ fn introduced_as_kinds(line: &str, hits: &[Range<usize>]) -> bool {
                 .find(&before[start..])
                 .is_some_and(|m| m.start() + start <= before.len() - (end - h.start))
         })
-        && !has_report_cue(line)
 }
 
 /// The up to `bytes` bytes of `line` that end at `at` (shortened to a character boundary): a

@@ -363,7 +363,7 @@ fn framed_by_neighbours(
     if rank_prefix(text.as_bytes()).is_some() {
         return Frame::Reported;
     }
-    // An entry of a troubleshooting page: the error under a Markdown heading or after a
+    // An entry of a troubleshooting page: the error as a Markdown heading or after a
     // "Description:" / "Symptom:" label, with the next text a "Cause:" / "Solution:" label
     // (problem, cause, fix). A report pastes its error and goes on in its own words.
     if matches!(evidence, Evidence::Headline { .. })
@@ -571,13 +571,14 @@ fn docs_label(line: &[u8], which: DocsLabel) -> bool {
             r"causes?|root\s+cause|reasons?|solutions?|fix(?:es)?|how\s+to\s+fix|resolution|workaround|remedy|原因|解决方法|解决方案|解决办法",
         ),
     };
-    let r = crate::detect::prose::cached(
-        cell,
-        &format!(
+    let r = cell.get_or_init(|| {
+        regex::Regex::new(&format!(
             r"(?i)^\s*(?:[-*+]\s+|\d{{1,2}}[.)]\s+)?(?:\*\*|__|\*|_)?\s*(?:{words})\s*(?:(?:\*\*|__|\*|_)\s*[:：]|[:：])"
-        ),
-    );
-    r.is_match(&String::from_utf8_lossy(line))
+        ))
+        .expect("static regex")
+    });
+    // A label opens its line: its first bytes are enough.
+    r.is_match(&String::from_utf8_lossy(&line[..line.len().min(96)]))
 }
 
 /// Is `text` a list item whose whole content is one quoted phrase?

@@ -542,9 +542,14 @@ fn advises_the_reader(line: &str) -> bool {
 
 /// Is `text` a Markdown ATX heading (one to six `#` and a space), whatever its words?
 fn atx_heading(text: &str) -> bool {
+    atx_heading_words(text).is_some()
+}
+
+/// The words of a Markdown ATX heading (after its one to six `#` and the spaces), if `text` is one.
+fn atx_heading_words(text: &str) -> Option<&str> {
     let t = text.trim_start();
     let hashes = t.bytes().take_while(|&b| b == b'#').count();
-    (1..=6).contains(&hashes) && t[hashes..].starts_with(' ')
+    ((1..=6).contains(&hashes) && t[hashes..].starts_with(' ')).then(|| t[hashes..].trim_start())
 }
 
 /// Which label of a troubleshooting entry [`docs_label`] looks for.
@@ -631,12 +636,9 @@ fn string_literal_alone(text: &str) -> bool {
 /// programs that print `# ` before their own messages print codes: `# SWAN : FATAL : Cuda driver
 /// error 700 : …`.)
 fn markdown_heading(text: &str) -> bool {
-    let t = text.trim();
-    let hashes = t.bytes().take_while(|&b| b == b'#').count();
-    if !(1..=6).contains(&hashes) || !t[hashes..].starts_with(' ') {
+    let Some(words) = atx_heading_words(text.trim_end()) else {
         return false;
-    }
-    let words = t[hashes..].trim_start();
+    };
     words.len() <= 120
         && words
             .chars()

@@ -146,13 +146,34 @@ fn switch_label(before: &str, after: &str) -> bool {
 
 /// An enum's name that a sentence goes on to define: "CUDA_ERROR_OUT_OF_MEMORY means the driver
 /// could not …", "`cudaErrorLaunchFailure` (719) indicates …", "ncclSystemError is returned
-/// when …".
+/// when …", and in Chinese after a comma or colon ("CUDA_ERROR_INVALID_VALUE，表示传递了无效参数",
+/// … indicates an invalid argument was passed; 意味着 and 即, "that is", say the same; 即使,
+/// "even if", does not). 提示 and 说明 gloss a name too, but reports use them for what the error
+/// said ("报错 …，提示显存不足"): [`prompted_gloss`] reads them.
 fn explained_after() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"^[`'\x22]?\s*(?:\(\d+\)\s*)?(?:means|indicates|signals|signifies|stands\s+for|is\s+returned|is\s+raised|is\s+thrown|occurs\s+when|is\s+reported\s+when)\b",
+        r"^[`'\x22]?\s*(?:\(\d+\)\s*)?(?:(?:means|indicates|signals|signifies|stands\s+for|is\s+returned|is\s+raised|is\s+thrown|occurs\s+when|is\s+reported\s+when)\b|[,\x{ff0c}:\x{ff1a}\x{3001}]\s*(?:表示|意味着|意味著|即(?:[^使将將可便]|$)))",
     )
+}
+
+/// The other Chinese glosses of an enum's name, 提示 ("it prompts") and 说明 ("it shows"), after
+/// a comma or colon, counted as a definition only where nothing before the name says that the
+/// writer met the error (报错 "reported an error", 出现 "appeared", 遇到 "ran into", …).
+fn prompted_gloss(before: &str, after: &str) -> bool {
+    static GLOSS: OnceLock<Regex> = OnceLock::new();
+    static MET: OnceLock<Regex> = OnceLock::new();
+    cached(
+        &GLOSS,
+        r"^[`'\x22]?\s*[,\x{ff0c}:\x{ff1a}\x{3001}]\s*(?:提示|说明|說明)",
+    )
+    .is_match(after)
+        && !cached(
+            &MET,
+            r"报错|報錯|出现|出現|遇到|碰到|发生|發生|得到|运行|運行|执行|執行|训练|訓練",
+        )
+        .is_match(before)
 }
 
 /// A number in a template where a program prints a value: `Tried to allocate XXX MiB`,
@@ -666,6 +687,7 @@ fn defined_or_glossed(line: &str, hit: &Range<usize>) -> bool {
         || switch_label(before, after)
         || glossed_before().is_match(before)
         || explained_after().is_match(after)
+        || prompted_gloss(before, after)
         || (numbered_heading().is_match(before) && heading_end().is_match(after))
         || compared(before, after)
 }
@@ -939,6 +961,32 @@ mod tests {
         assert!(in_code(
             "    public static final int CUDA_ERROR_ASSERT                         = 710;",
             "CUDA_ERROR_ASSERT"
+        ));
+        // A Chinese gloss after a comma or colon: the name is being defined.
+        assert!(in_code(
+            "- 运行阶段：CUDA_ERROR_ILLEGAL_ADDRESS，表示内核访问了非法地址",
+            "CUDA_ERROR_ILLEGAL_ADDRESS"
+        ));
+        assert!(in_code(
+            "cudaErrorLaunchFailure: 即内核启动失败",
+            "cudaErrorLaunchFailure"
+        ));
+        assert!(in_code(
+            "2. 分配阶段：CUDA_ERROR_OUT_OF_MEMORY，提示显存不足",
+            "CUDA_ERROR_OUT_OF_MEMORY"
+        ));
+        assert!(!in_code(
+            "CUDA_ERROR_ILLEGAL_ADDRESS，训练在第 3 步中断",
+            "CUDA_ERROR_ILLEGAL_ADDRESS"
+        ));
+        // A report says what the error prompted, or goes on with "even if".
+        assert!(!in_code(
+            "运行时报错 CUDA_ERROR_OUT_OF_MEMORY，提示显存不足",
+            "CUDA_ERROR_OUT_OF_MEMORY"
+        ));
+        assert!(!in_code(
+            "遇到 CUDA_ERROR_ILLEGAL_ADDRESS，即使把 batch size 调小也一样",
+            "CUDA_ERROR_ILLEGAL_ADDRESS"
         ));
         // A function or macro named after the enum, called: code. An enum name with its value
         // in parentheses is output.

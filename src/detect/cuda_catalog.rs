@@ -226,6 +226,7 @@ pub fn refine(line: &str) -> Option<Refined> {
     // runtime message the sentence may contain ("… is not supported").
     if let Some(status) = status_code(line)
         .or_else(|| cublas_status_text(line))
+        .or_else(|| cusparse_status_text(line))
         .or_else(|| cutlass_status(line))
         .or_else(|| cudnn_frontend_unsupported(line))
     {
@@ -657,6 +658,63 @@ fn cublas_status_text(line: &str) -> Option<String> {
         .iter()
         .find(|(text, _)| lower.contains(&text.to_ascii_lowercase()))
         .map(|(_, status)| format!("cublas_{status}"))
+}
+
+/// cuSPARSE's (and cuSPARSELt's) words for its statuses, as `cusparseGetErrorString` returns
+/// them in CUDA 10.2 and later, by `cusparseStatus_t` value: PyTorch's sparse checks print them
+/// after "CUDA error: " and before the call ("CUDA error: insufficient resources when calling
+/// `cusparseSpGEMM_workEstimation(…)`", "CUDA error: operation not supported when calling
+/// `cusparseCreate(handle)`", "… architecture mismatch when calling `cusparseLtInit(&handle)`",
+/// `TORCH_CUDASPARSE_CHECK` in aten/src/ATen/cuda/Exceptions.h), the CUDA Library Samples'
+/// `CHECK_CUSPARSE` after "with error: " ("CUSPARSE API failed at line 130 with error: internal
+/// error (7)"). Several are also runtime messages ("operation not supported", "out of memory");
+/// on a line that names cuSPARSE they are the library's, which is why this is read before the
+/// runtime's catalog.
+const CUSPARSE_STATUS_TEXT: &[(&str, &str)] = &[
+    ("initialization error", "not_initialized"),
+    ("out of memory", "alloc_failed"),
+    ("invalid value", "invalid_value"),
+    ("architecture mismatch", "arch_mismatch"),
+    ("texture memory mapping error", "mapping_error"),
+    ("kernel launch failure", "execution_failed"),
+    ("internal error", "internal_error"),
+    ("matrix type not supported", "matrix_type_not_supported"),
+    ("zero pivot", "zero_pivot"),
+    ("operation not supported", "not_supported"),
+    ("insufficient resources", "insufficient_resources"),
+];
+
+/// The cuSPARSE status whose words ([`CUSPARSE_STATUS_TEXT`]) a line prints right after an
+/// error word and its colon, where the line says the words are cuSPARSE's: cuSPARSE is named
+/// before the error word ("CUSPARSE API failed at line 130 with error: …") or the call after the
+/// words is cuSPARSE's ("CUDA error: … when calling `cusparse…`"). A runtime message with a
+/// cuSPARSE file elsewhere on the line (`CUDA error: out of memory (cusparse_utils.cu:41)`) stays
+/// the runtime's.
+fn cusparse_status_text(line: &str) -> Option<String> {
+    let lower = line.to_ascii_lowercase();
+    if !lower.contains("cusparse") {
+        return None;
+    }
+    lower.match_indices("error: ").find_map(|(at, head)| {
+        let rest = &lower[at + head.len()..];
+        let (text, status) = CUSPARSE_STATUS_TEXT.iter().find(|(text, _)| {
+            rest.starts_with(text)
+                && !rest[text.len()..]
+                    .bytes()
+                    .next()
+                    .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+        })?;
+        let call = rest[text.len()..]
+            .trim_start_matches('.')
+            .trim_start()
+            .strip_prefix("when calling")
+            .is_some_and(|c| {
+                c.trim_start()
+                    .trim_start_matches('`')
+                    .starts_with("cusparse")
+            });
+        (lower[..at].contains("cusparse") || call).then(|| format!("cusparse_{status}"))
+    })
 }
 
 /// cuDNN's graph API (through its frontend, `cudnn_frontend`) finding no engine for the graph it
@@ -1446,6 +1504,14 @@ mod tests {
             // Checking macros that print the library, "error:" and the value (DGL, and others).
             ("dgl._ffi.base.DGLError: [09:57:10] /opt/dgl/src/array/cuda/csr_transpose.cc:83: Check failed: e == CUSPARSE_STATUS_SUCCESS: CUSPARSE ERROR: 2", "cusparse_alloc_failed"),
             ("cuSOLVER Error: 7 at qr.cu:41", "cusolver_internal_error"),
+            // cuSPARSE's words for its statuses, after PyTorch's "CUDA error: " and a sample's
+            // "with error: "; the runtime's message of the same words is not the family there.
+            ("RuntimeError: CUDA error: insufficient resources when calling `cusparseSpGEMM_workEstimation( handle, opA, opB, &alpha, matA, matB, &beta, matC, computeType, CUSPARSE_SPGEMM_DEFAULT, spgemmDesc, &bufferSize1, dBuffer1)`", "cusparse_insufficient_resources"),
+            ("RuntimeError: CUDA error: operation not supported when calling `cusparseCreate(handle)`", "cusparse_not_supported"),
+            ("CUSPARSE API failed at line 162 with error: initialization error (1)", "cusparse_not_initialized"),
+            // A runtime message with a cuSPARSE file on its line stays the runtime's.
+            ("RuntimeError: CUDA error: operation not supported (cusparse_utils.cu:41)", "not_supported"),
+            ("RuntimeError: CUDA error: kernel launch failure when calling `cusparseXcoo2csr(handle, coorowind, i_nnz, i_m, csrrowptr, CUSPARSE_INDEX_BASE_ZERO)`", "cusparse_execution_failed"),
             ("CUBLAS error: 13 happened at line: 88 in file: gemm.cu", "cublas_execution_failed"),
             // Julia's CUDAdrv.jl, and Caffe2's CUDA_ENFORCE location before the runtime's text.
             ("ERROR: LoadError: CUDAdrv.CuError(700, nothing)", "illegal_memory_access"),

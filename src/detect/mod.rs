@@ -1273,7 +1273,7 @@ mod tests {
             ("llama_model_load: error loading model: unable to allocate CUDA0 buffer", Kind::Oom, "cuda_oom"),
             ("[TRT] [E] 2: [virtualMemoryBuffer.cpp::resizePhysical::140] Error Code 2: OutOfMemory (no further information)", Kind::Oom, "cuda_oom"),
             // Triton's launcher (triton/runtime/errors.py).
-            ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.", Kind::CudaError, "launch_out_of_resources"),
+            ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.", Kind::CudaError, "triton_out_of_resources"),
             // cuDNN without an algorithm (PyTorch Conv_v7/Conv_v8, TensorFlow conv_ops).
             ("RuntimeError: Unable to find a valid cuDNN algorithm to run convolution", Kind::CudaError, "cudnn_no_algorithm"),
             ("RuntimeError: GET was unable to find an engine to execute this computation", Kind::CudaError, "cudnn_no_algorithm"),
@@ -1326,7 +1326,7 @@ mod tests {
             ("node7: Test NCCL failure common.cu:892 'unhandled CUDA error'", Kind::NcclError, "nccl_unhandled_cuda_error"),
             ("[rank3]:[E1202 10:00:00.000000 300 ProcessGroupNCCL.cpp:1600] [PG ID 0 PG GUID 0(default_pg) Rank 3] Received a dump signal due to a collective timeout from this local rank and we will try our best to dump the debug info.", Kind::NcclError, "nccl_watchdog_timeout"),
             ("F0102 03:04:05.000000  1234 cuda_dnn.cc:96] Check failed: status == CUDNN_STATUS_SUCCESS (4 vs. 0)", Kind::CudaError, "cudnn_internal_error"),
-            ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.", Kind::CudaError, "launch_out_of_resources"),
+            ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.", Kind::CudaError, "triton_out_of_resources"),
             ("Error at: /opt/caffe2/caffe2/core/context_gpu.cu:343: out of memory", Kind::Oom, "cuda_oom"),
             ("ERROR: LoadError: CUDAdrv.CuError(719, nothing)", Kind::CudaError, "unspecified_launch_failure"),
         ] {
@@ -2214,6 +2214,62 @@ mod tests {
         );
         assert!(headline(&d, "NCCL errors are killing my job: RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error, NCCL version 2.10.3").is_some());
         assert!(headline(&d, "My job failed. The most common NCCL error is the watchdog timeout, and I got it: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.").is_some());
+    }
+
+    /// Round thirty-four: cuSPARSE's status words, Triton's and ptxas' compile-time failures,
+    /// PyTorch Geometric's gather error, a title's tagged shorthand, and reports of what made a
+    /// value non-finite or what a model put out; and the suppositions, fixes and verdicts that
+    /// keep such sentences quiet.
+    #[test]
+    fn round_thirty_four_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("RuntimeError: CUDA error: insufficient resources when calling `cusparseSpGEMM_compute(handle, opA, opB)`", Kind::CudaError, "cusparse_insufficient_resources"),
+            ("RuntimeError: CUDA error: architecture mismatch when calling `cusparseLtInit(&handle)`", Kind::CudaError, "cusparse_arch_mismatch"),
+            ("CUSPARSE API failed at line 88 with error: zero pivot (9)", Kind::CudaError, "cusparse_zero_pivot"),
+            ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 196608, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.", Kind::CudaError, "triton_out_of_resources"),
+            ("ptxas fatal   : Ptx assembly aborted due to errors", Kind::CudaError, "ptxas_failed"),
+            ("triton.runtime.errors.PTXASError: PTXAS error: Internal Triton PTX codegen error", Kind::CudaError, "ptxas_failed"),
+            ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: ptxas exited with non-zero error code 65280, output: ptxas fatal   : Value 'sm_100a' is not defined for option 'gpu-name'", Kind::CudaError, "ptxas_unsupported_arch"),
+            ("INTERNAL: ptxas exited with non-zero error code 65280, output: ptxas /tmp/k.ptx, line 5; fatal   : Unsupported .version 8.7; current version is '8.4'", Kind::CudaError, "ptxas_unsupported_ptx_version"),
+            ("ValueError: Encountered a CUDA error. Please ensure that all indices in 'edge_index' point to valid indices in the interval [0, 2708) in your node feature matrix and try again.", Kind::DeviceAssert, "unknown"),
+            ("[CUDA] illegal memory access with large num_leaves", Kind::CudaError, "illegal_memory_access"),
+            ("After the upgrade we got NaN in the training loss at step 40", Kind::Numeric, "non_finite_loss"),
+            ("Enabling fp16 makes the loss nan after 200 steps", Kind::Numeric, "non_finite_loss"),
+            ("Flash attention causes the loss to become NaN", Kind::Numeric, "non_finite_loss"),
+            ("The quantized model produces NaNs on long prompts", Kind::Numeric, "nan_output"),
+            ("The exported encoder outputs NaN values after the first layer", Kind::Numeric, "nan_output"),
+            ("With a fixed seed, fp16 makes the loss nan at step 40", Kind::Numeric, "non_finite_loss"),
+            ("I keep getting NaN In Loss after switching to bf16", Kind::Numeric, "non_finite_loss"),
+        ] {
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // Suppositions, advice and questions.
+            "If fp16 makes the loss nan, lower the learning rate.",
+            "A high learning rate can make the loss nan.",
+            "Why does bf16 make the loss nan?",
+            "Make sure the model never produces NaN",
+            "If the model produces NaN outputs, lower the learning rate",
+            // A fix, a condition or a verdict on the value.
+            "This PR fixes a bug that makes the loss nan",
+            "Fixed the attention mask that produced NaNs in padded rows",
+            "This function produces NaN if the input is negative",
+            "sqrt of a negative number produces NaN, which is expected",
+            "Note that acos outputs NaN outside [-1, 1]",
+            "Division of zero by zero produces NaN.",
+            "This kernel produces NaN-free results since v2.1",
+            "Resolve an issue that makes the loss nan on empty batches",
+            // The loss scaler meeting an overflow is what it is for.
+            "We hit inf in loss scaling at step 3000 and the scaler recovered",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+        // A path that names cuSPARSE does not turn the runtime's message into a status.
+        assert_eq!(
+            headline(&d, "RuntimeError: CUDA error: an illegal memory access was encountered (cusparse_utils.cu:41)"),
+            Some((Kind::CudaError, "illegal_memory_access".to_owned()))
+        );
     }
 
     /// Round thirty: numbered calls and codes of programs outside PyTorch, shorthand titles, RL

@@ -83,6 +83,14 @@ struct Patterns {
     /// of staying between the key and the value ("the training loss became Nan", "grad_norm
     /// keeps being nan", "the actor grad norms were always NaN").
     changed_state: Regex,
+    /// A sentence that says what made the value non-finite in the writer's run, the key between
+    /// a causative verb and the value ("the new kernel makes the loss nan", "fp16 causes the
+    /// loss to become NaN").
+    caused_state: Regex,
+    /// A sentence or title that says what a model or program put out in the writer's run: a
+    /// verb of producing before the value ("torch.compile on the model produces NaNs", "the
+    /// fine-tuned model outputs NaN values").
+    produced_value: Regex,
     /// Words before such a sentence that make it a supposition, a question or advice rather
     /// than what happened ("if the loss becomes nan", "why loss become nan", "in cases where
     /// loss goes to nan", "skip the step when …").
@@ -111,6 +119,9 @@ const KEY: &str = r"(?P<key>(?-u:\b)[a-z_]*loss[a-z_0-9]*|(?-u:\b)[a-z_]*grad(?:
 /// `message_adjectival`).
 const VALUE_THEN_KEY: &str =
     r"\b(?P<tok>nan|NaN|Nan|NAN|inf|Inf|INF)\s+(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))";
+/// The value before its key as a report's object puts it, also with the key after "in" ("we get
+/// nan in loss", "got NaN in the training loss"): `adjectival`'s, after a verb of getting.
+const VALUE_IN_KEY: &str = r"\b(?P<tok>nan|NaN|Nan|NAN|inf|Inf|INF)\s+(?i:in\s+(?:the\s+|my\s+|our\s+|its\s+)?(?:(?:training|train|validation|val|test|total)\s+)?)?(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))";
 /// What a key may carry after its loss or norm word: a statistic after a slash, as tabular
 /// loggers print their per-iteration summaries (rllab/rlpyt's `actor_loss/Median      nan`,
 /// TensorBoard-style `loss/total`), or up to two capitalised words of a title-case key
@@ -210,7 +221,7 @@ fn patterns() -> &'static Patterns {
         )
         .expect("static regex"),
         adjectival: Regex::new(&format!(
-            r"(?i:\b(?:received|receiving|get|gets|got|getting|encountered|encountering|detected|found|hit|observed|saw|see|seeing|meet|meeting|met|having|facing))\s+(?:(?i:an?)\s+)?[\x22'`\x{{201c}}]?{VALUE_THEN_KEY}\b",
+            r"(?i:\b(?:received|receiving|get|gets|got|getting|encountered|encountering|detected|found|hit|observed|saw|see|seeing|meet|meeting|met|having|facing))\s+(?:(?i:an?)\s+)?[\x22'`\x{{201c}}]?{VALUE_IN_KEY}\b",
         ))
         .expect("static regex"),
         // A check's own line that opens with the value and its key and says it found them:
@@ -250,6 +261,14 @@ fn patterns() -> &'static Patterns {
             r#"(?i){}(?:\s*,\s*[A-Za-z0-9_.]{{1,30}}|\s+and\s+[A-Za-z0-9_.]{{1,30}}){{0,4}}(?:\s+(?:all|both))?\s+(?:[*_]{{1,2}})?(?:(?:always|still|suddenly|then|quickly|soon|eventually|sometimes|just|directly|immediately|constantly|consistently|continuously|also)\s+)?(?:became|becomes?|becoming|equal(?:s|ed|led)?(?:\s+to)?|ha(?:s|ve)\s+become|(?:always|still|constantly)\s+be|show(?:s|ed|ing)?|turn(?:s|ed)?\s+(?:in)?to|goes\s+to|went\s+to|keeps?\s+being|kept\s+being|stay(?:s|ed)?|remain(?:s|ed)?|(?:is|was|are|were)\s+[*_]{{0,2}}(?:always|still|constantly|consistently)|change[sd]?\s+to|jump(?:s|ed)?\s+to|explode[sd]?\s+to|(?:rise[sn]?|rose)\s+to|drop(?:s|ped)?\s+to|approach(?:es|ed)?|reach(?:es|ed)?)\s+(?:(?:to|into|be)\s+)?[*_'"`]{{0,2}}{TOKEN}"#,
             KEY.replacen("(?P<key>", r"(?P<key>(?-u:\b)gradients?(?-u:\b)|", 1)
         ))
+        .expect("static regex"),
+        caused_state: Regex::new(&format!(
+            r#"(?i)\b(?:makes?|made|making|causes?|caused|causing)\s+(?:the\s+|my\s+|our\s+|its\s+)?(?:(?:training|train|validation|val|total)\s+)?{KEY}\s+(?:(?:to\s+)?(?:be|become|go|turn)\s+(?:(?:to|into)\s+)?)?[*_'"`]{{0,2}}{TOKEN}"#
+        ))
+        .expect("static regex"),
+        produced_value: Regex::new(
+            r#"(?i)\b(?P<verb>produc(?:es?|ed|ing)|outputs?|outputted|generat(?:es?|ed|ing))\s+(?:only\s+|all\s+|just\s+)?[*_'"`]{0,2}(?-i:NaNs?|nans?|NAN|NANs|Infs?|infs?)(?:'s)?(?P<after>$|[\s.,;:!?)'"`*].{0,40})"#,
+        )
         .expect("static regex"),
         // A sentence's supposition or advice also shows in its modal verbs, in a question word
         // and in the verbs of what a guard does with the value.
@@ -985,18 +1004,50 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             if let Some(c) = p.adjectival.captures(line).filter(|c| {
                 c.get(0).is_some_and(|m| {
                     super::prose::has_report_cue(line) && !p.hedged.is_match(&line[..m.start()])
-                })
+                }) && !names_the_scaler(c, line)
             }) {
                 return value_headline(&c, false);
             }
             // "after several iterations, the training loss became Nan": what happened to a value
-            // in the writer's run, told as a sentence with nothing hypothetical before it.
-            if let Some(c) = p.changed_state.captures(line).filter(|c| {
-                c.get(0)
-                    .is_some_and(|m| !p.hedged.is_match(&own_conditions(&line[..m.start()])))
-                    && !super::prose::second_person_scenario(line)
-            }) {
+            // in the writer's run, told as a sentence with nothing hypothetical before it; also
+            // what made it so ("`torch.compile()` makes the loss nan"), unless the sentence
+            // tells of a fix ("fixes a bug that makes the loss nan").
+            let caused = || {
+                p.caused_state
+                    .captures(line)
+                    .filter(|c| !fix_before(&line[..c.get(0).map_or(0, |m| m.start())]))
+            };
+            if let Some(c) = [p.changed_state.captures(line), caused()]
+                .into_iter()
+                .flatten()
+                .find(|c| {
+                    c.get(0)
+                        .is_some_and(|m| !p.hedged.is_match(&own_conditions(&line[..m.start()])))
+                        && !super::prose::second_person_scenario(line)
+                })
+            {
                 return value_headline(&c, false);
+            }
+            // "torch.compile on the model produces NaNs": what the writer's run put out, with
+            // nothing hypothetical before it and no condition or verdict after it ("… produces
+            // NaN if the input is negative", "… which is expected"). A statement in the present
+            // needs a report's cue or a model as its subject: "acos outputs NaN outside [-1, 1]"
+            // is arithmetic's rule, not a run. A loss before or after the value ("the loss
+            // function produces NaN", "… produces NaN losses") is the loss forms' to read.
+            if p.produced_value.captures(line).is_some_and(|c| {
+                let before = &line[..c.get(0).map_or(0, |m| m.start())];
+                !p.hedged.is_match(&own_conditions(before))
+                    && !fix_before(before)
+                    && !c
+                        .name("after")
+                        .is_some_and(|a| conditioned(a.as_str()) || names_a_key(a.as_str()))
+                    && !before.to_ascii_lowercase().contains("loss")
+                    && !super::prose::second_person_scenario(line)
+                    && (super::prose::has_report_cue(line)
+                        || c.name("verb").is_some_and(|v| v.as_str().ends_with("ed"))
+                        || model_subject(before))
+            }) {
+                return Some(headline("nan_output", OUTPUT_HINT));
             }
             return runtime_message(line, UNSPECIFIED_LOSS_CHECKS)
                 .flatten()
@@ -1008,6 +1059,62 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     // "Loss is inf or nan" (TensorFlow's check_numerics message for a loss) says either.
     let either = p.or_nan.is_match(&line[tok.end()..]);
     value_headline(&hit, either)
+}
+
+/// Is the key of `c` the loss scaler's ("inf in loss scaling", "nan loss scale")? An overflow
+/// the scaler meets is what it is there for, not a non-finite loss.
+fn names_the_scaler(c: &regex::Captures, line: &str) -> bool {
+    c.name("key").is_some_and(|k| {
+        line[k.end()..]
+            .trim_start_matches([' ', '_', '-'])
+            .get(..4)
+            .is_some_and(|w| w.eq_ignore_ascii_case("scal"))
+    })
+}
+
+/// Does `text`, what follows a value a sentence says was produced, put a condition or a verdict
+/// on it ("… if the input is negative", "… values when …", "… outside [-1, 1]", "…, which is
+/// expected", "… by design")?
+fn conditioned(text: &str) -> bool {
+    static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    super::prose::cached(
+        &R,
+        r"(?i)^\W{0,3}\s*(?:(?:values?|outputs?|results?)\s+)?(?:if|when|whenever|unless|outside|for\s+(?:negative|invalid|empty|zero)|on\s+(?:negative|invalid|empty)|as\s+expected|by\s+design)\b|\b(?:expected|correct|intended|by design)\b",
+    )
+    .is_match(text)
+}
+
+/// Does `text`, what follows a produced value, open with a key the other forms read ("NaN
+/// losses", "NaN loss", "NaN grad norms")?
+fn names_a_key(text: &str) -> bool {
+    let t = text
+        .trim_start_matches(|c: char| !c.is_alphanumeric())
+        .to_ascii_lowercase();
+    t.starts_with("loss") || t.starts_with("grad")
+}
+
+/// Does `text` name a model or a training run as what put a value out ("the quantized model",
+/// "torch.compile on …", "the fine-tuned encoder")? Such a subject makes a present-tense
+/// sentence about a produced value a report of a run.
+fn model_subject(text: &str) -> bool {
+    static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    super::prose::cached(
+        &R,
+        r"(?i)\b(?:models?|network|net|layers?|encoder|decoder|unet|vae|transformer|training|compiled?|torch\.compile|checkpoint|fine-?tun\w*|inference|pipeline)\b",
+    )
+    .is_match(text)
+}
+
+/// Does `text` tell of a fix ("fixes a bug that …", "Fixed the mask that …", "resolves an issue
+/// where …", "bugfix: …")? A sentence about what a fix removed names a failure that no longer
+/// happens. "fixed" before a noun ("with a fixed seed") is an adjective and says nothing of it.
+fn fix_before(text: &str) -> bool {
+    static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    super::prose::cached(
+        &R,
+        r"(?i)\b(?:fix(?:es|ed)?|resolve[sd]?)\s+(?:a|an|the|this|that|these|those|bugs?|issues?|problems?)\b|\bbug\s?fix\b",
+    )
+    .is_match(text)
 }
 
 /// `text` without the conditions the writer puts on their own run ("when I set

@@ -293,6 +293,15 @@ const HOST_OOM_HINT: &str = "The job ran out of host RAM, not GPU memory: check 
     memory and the job's memory limit (cgroup, Slurm --mem, the pod's limit), and what holds \
     host memory (DataLoader workers, pinned buffers, a checkpoint or dataset loaded whole).";
 
+/// Lines that say ptxas failed (see the `ptxas_…` rules).
+const PTXAS_FAILED: &[&str] = &[
+    "Ptx assembly aborted due to errors",
+    "PTXASError",
+    "PTXAS error",
+    "`ptxas` failed with error code",
+    "ptxas exited with non-zero error code",
+];
+
 pub const HEADLINE_RULES: &[HeadlineRule] = &[
     HeadlineRule {
         // A failed Vulkan call (ncnn's upscalers, llama.cpp's and GPT4All's Vulkan backends),
@@ -331,6 +340,26 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &[],
         // cuda-gdb: CUDA_EXCEPTION_12 "Warp Assert" (see cuda_error_generic).
         refines: &["Warp Assert"],
+        guard: None,
+    },
+    HeadlineRule {
+        // PyTorch Geometric's message passing when gathering node features by `edge_index`
+        // fails on the GPU: it catches the CUDA error (an index out of range asserts in the
+        // gather kernel) and raises "Encountered a CUDA error. Please ensure that all indices in
+        // 'edge_index' point to valid indices in the interval [0, N) in your node feature matrix
+        // and try again." (torch_geometric/nn/conv/message_passing.py, `_index_select` /
+        // `_lift`). The assertion itself is not shown; the message says which index is at fault.
+        name: "pyg_edge_index_cuda_error",
+        literals: &["Encountered a CUDA error. Please ensure that all indices in 'edge_index'"],
+        kind: Kind::DeviceAssert,
+        category: "unknown",
+        blame: Blame::Application,
+        hint: "A graph's edge_index holds a node index outside [0, number of nodes) of the \
+               feature matrix it gathers from (PyTorch Geometric caught the device-side assert): \
+               check edge_index.max() against x.size(0) for the failing batch, on CPU.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
         guard: None,
     },
     HeadlineRule {
@@ -375,8 +404,11 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             "CUDA_ERROR_ILLEGAL_ADDRESS",
             "cudaErrorIllegalAddress",
             // A title's shortening: "[Bug]: CUDA illegal memory access when calling
-            // flash_attn_cuda.fwd_kvcache".
+            // flash_attn_cuda.fwd_kvcache", also after a tag or a colon ("[CUDA] illegal memory
+            // access when using …").
             "CUDA illegal memory access",
+            "CUDA] illegal memory access",
+            "CUDA: illegal memory access",
             // compute-sanitizer's (and cuda-memcheck's) memcheck report of the access itself:
             // "========= Invalid __global__ write of size 4 bytes" (Compute Sanitizer user
             // manual, "Memcheck Tool"; __shared__ and __local__ for the other address spaces).
@@ -716,16 +748,18 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // offers per block: `triton.runtime.errors.OutOfResources: out of resource: shared
         // memory, Required: 131072, Hardware limit: 101376. Reducing block sizes or `num_stages`
         // may help.` (triton/runtime/errors.py; "threads" and "registers" name the other
-        // limits). The same family as CUDA's launch error, with Triton's remedy: the limit is
-        // the GPU's (48–100 KB of shared memory per block by architecture), so a kernel tuned on
-        // a newer GPU fails on an older one.
+        // limits). A family of its own, not CUDA's launch error: Triton raises it before any
+        // launch, when it compiles a configuration, and the remedy is the configuration's (block
+        // sizes, `num_stages`, the autotuner's choices). The limit is the GPU's (48–228 KB of
+        // shared memory per block by architecture), so a kernel tuned on a newer GPU fails on an
+        // older one.
         name: "triton_out_of_resources",
         literals: &[
             "OutOfResources: out of resource",
             "out of resource: shared memory",
         ],
         kind: Kind::CudaError,
-        category: "launch_out_of_resources",
+        category: "triton_out_of_resources",
         blame: Blame::Application,
         hint: "A Triton kernel's configuration needs more shared memory (or threads/registers) \
                per block than this GPU has (Required vs Hardware limit on the line): use smaller \
@@ -803,6 +837,66 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         hint: "A kernel compiled at run time (NVRTC: a JIT fuser, CuPy, a custom kernel) failed \
                to compile: the compile log above the error says why; an unknown architecture \
                means the CUDA version is older than the GPU.",
+        priority: HIGH,
+        requires_any: &[],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // ptxas, the PTX assembler that Triton and XLA run while a job compiles its kernels,
+        // rejecting PTX newer than itself: "ptxas …, line 5; fatal   : Unsupported .version 8.6;
+        // current version is '8.5'" (the job's compiler emits a PTX ISA this ptxas predates: the
+        // mismatch of the runtime's `cudaErrorUnsupportedPtxVersion`, whose remedy is the
+        // driver's, while here it is the assembler's). ptxas prints the reason on a line of its
+        // own, which holds no gate anchor; the reason counts where a line that names the failure
+        // carries it too (XLA's "ptxas exited with non-zero error code …, output: ptxas …", a
+        // title, a wrapped paste). Elsewhere the closing line gives `ptxas_failed`.
+        name: "ptxas_unsupported_ptx_version",
+        literals: PTXAS_FAILED,
+        kind: Kind::CudaError,
+        category: "ptxas_unsupported_ptx_version",
+        blame: Blame::Application,
+        hint: "The PTX assembler (ptxas) the job's compiler calls is older than the PTX the \
+               compiler emits: point it at the ptxas of a CUDA toolkit at least as new \
+               (TRITON_PTXAS_PATH for Triton, the CUDA data directory for XLA) or use the ptxas \
+               bundled with the compiler.",
+        priority: HIGH + 1,
+        requires_any: &["Unsupported .version"],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // ptxas not knowing the GPU it is asked to assemble for: "ptxas fatal   : Value
+        // 'sm_121a' is not defined for option 'gpu-name'" (a toolkit older than the GPU),
+        // read where the line names the failure (XLA's one-line form).
+        name: "ptxas_unsupported_arch",
+        literals: PTXAS_FAILED,
+        kind: Kind::CudaError,
+        category: "ptxas_unsupported_arch",
+        blame: Blame::Application,
+        hint: "The PTX assembler (ptxas) the job's compiler calls does not know this GPU's \
+               architecture: use the ptxas of a CUDA toolkit that supports the GPU \
+               (TRITON_PTXAS_PATH for Triton, the CUDA data directory for XLA).",
+        priority: HIGH + 1,
+        requires_any: &["is not defined for option 'gpu-name'"],
+        refines: &[],
+        guard: None,
+    },
+    HeadlineRule {
+        // Any other ptxas failure while a job compiles its kernels: ptxas' own closing line and
+        // the compilers' wrappers of it (Triton 3's `PTXASError: PTXAS error: Internal Triton
+        // PTX codegen error`, Triton 2's "`ptxas` failed with error code N", XLA's "ptxas exited
+        // with non-zero error code N"). ptxas prints the reason on the lines before.
+        name: "ptxas_failed",
+        literals: PTXAS_FAILED,
+        kind: Kind::CudaError,
+        category: "ptxas_failed",
+        blame: Blame::Application,
+        hint: "The PTX assembler (ptxas) failed while the job compiled a kernel (Triton, \
+               torch.compile, XLA): its lines above say why — most often a ptxas older than the \
+               PTX or than the GPU (use the ptxas of a matching CUDA toolkit, \
+               TRITON_PTXAS_PATH), else a kernel that needs more registers or shared memory \
+               than the GPU has.",
         priority: HIGH,
         requires_any: &[],
         refines: &[],
@@ -1125,6 +1219,9 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // sentence) and CUDA Library Samples' "cuBLAS API failed with status 7".
             "cuBLAS Error: ",
             "cuBLAS API failed with status",
+            // The same samples' `CHECK_CUSPARSE`: "CUSPARSE API failed at line 130 with error:
+            // internal error (7)" (`cusparseGetErrorString`'s words, then the value).
+            "CUSPARSE API failed at line",
             // TensorRT's wrapper names its function before the value: "cuBLAS Error in
             // CublasWrapper: 3 (Could not initialize cublas. …)".
             "cuBLAS Error in ",

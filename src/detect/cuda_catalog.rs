@@ -697,13 +697,9 @@ fn cusparse_status_text(line: &str) -> Option<String> {
     }
     lower.match_indices("error: ").find_map(|(at, head)| {
         let rest = &lower[at + head.len()..];
-        let (text, status) = CUSPARSE_STATUS_TEXT.iter().find(|(text, _)| {
-            rest.starts_with(text)
-                && !rest[text.len()..]
-                    .bytes()
-                    .next()
-                    .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
-        })?;
+        let (text, status) = CUSPARSE_STATUS_TEXT
+            .iter()
+            .find(|(text, _)| rest.starts_with(text) && word_bounded(rest, 0, text.len()))?;
         let call = rest[text.len()..]
             .trim_start_matches('.')
             .trim_start()

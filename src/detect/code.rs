@@ -254,13 +254,16 @@ fn literals(line: &str) -> Vec<Range<usize>> {
 
 /// A field that holds a pattern to look for, not output: a knowledge base's or a detector's
 /// `SIGNATURE=RuntimeError: …`, `REGEX=CUDA error: …`, YAML's `pattern: "…"` and
-/// `error_regex: …`, at the start of the line (lower- or upper-case keys; a capitalised
-/// "Signature:" or "Pattern:" may be a label of output).
+/// `error_regex: …`, and camel-case keys (`userLogRegex: "(?i)…"`, OpenPAI's exit specs), at
+/// the start of the line, also as a diff's added or removed line (lower- or upper-case keys; a
+/// capitalised "Signature:" or "Pattern:" may be a label of output). A quoted value that opens
+/// with a regex's inline flags (`"(?i)CUDA_ERROR_ECC_UNCORRECTABLE: …"`) is a pattern whatever
+/// its key.
 fn pattern_field() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r#"^\s*(?:[-*]\s+)?["']?(?:[a-z]+[_-])*(?:signature|regexp?|patterns?|fingerprint|SIGNATURE|REGEXP?|PATTERNS?|FINGERPRINT)(?:[_-][a-z]+)*["']?\s*[:=]"#,
+        r#"^[+-]?\s*(?:[-*]\s+)?["']?(?:(?:[a-z]+[_-])*(?:signature|regexp?|patterns?|fingerprint|SIGNATURE|REGEXP?|PATTERNS?|FINGERPRINT)(?:[_-][a-z]+)*|[a-z]+(?:[A-Z][a-z0-9]*)*(?:Signature|Regexp?|Patterns?|Fingerprint))["']?\s*[:=]|[:=]\s*[rR]?["'`]\(\?[imsux]{1,5}\)"#,
     )
 }
 

@@ -71,6 +71,22 @@ pub const FRAMEWORK_WORDINGS: &[(&str, &str)] = &[
     // "CUDA unknown error - this may be due to an incorrectly set up environment, …", also where
     // a title or a notebook cut it after its first words ("RuntimeError: CUDA unknown error").
     ("CUDA unknown error", "cudaErrorUnknown"),
+    // The CUDA extension wrangler's words for driver results whose enum names its other words
+    // do not spell (`cuewErrorString`, extern/cuew/src/cuew.c in Blender, printed by Cycles as
+    // "Launch exceeded timeout in cuCtxSynchronize() (…)"). Its "Launch exceeded resources" holds
+    // none of the gate's anchors and is left out.
+    ("Launch exceeded timeout", "cudaErrorLaunchTimeout"),
+    ("Invalid kernel image", "cudaErrorInvalidKernelImage"),
+    (
+        "Uncorrectable ECC error detected",
+        "cudaErrorECCUncorrectable",
+    ),
+    // llama.cpp's CUDA backend for a build without the GPU's architecture (ggml-cuda's
+    // `bad_arch`).
+    (
+        "was compiled without support for the current GPU architecture",
+        "cudaErrorNoKernelImageForDevice",
+    ),
 ];
 
 /// Libraries whose status names refine a generic line, with the prefix their names carry.

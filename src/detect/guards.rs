@@ -78,3 +78,22 @@ pub fn allocation_limit_tail(line: &str) -> bool {
                 .is_empty()
     })
 }
+
+/// Does a CUDA driver call follow the words "in" on `line`, as Blender Cycles prints a failed one
+/// (`Illegal address in cuCtxSynchronize() (…)`)? "Invalid value in current config" and "Unknown
+/// error in curl_easy_perform()" are other programs' words.
+pub fn driver_call_follows(line: &str) -> bool {
+    static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    prose::cached(&R, r"\bin cu[A-Z][A-Za-z0-9_]*\(").is_match(line)
+}
+
+/// Does `line` tell, in the first person, that its writer met the error ("I'm getting a CUDA
+/// out-of-memory error")? For wordings that only writers use: a program prints "CUDA out of
+/// memory", while articles, docstrings and changelogs write the hyphenated adjective too ("PyTorch
+/// then throws the dreaded CUDA out-of-memory error", "checks if the exception relates to CUDA
+/// out-of-memory").
+pub fn first_person_report(line: &str) -> bool {
+    static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    prose::has_report_cue(line)
+        && prose::cached(&R, r"(?i)\b(?:i|i'm|i've|we|we're|we've|my|our)\b").is_match(line)
+}

@@ -749,8 +749,10 @@ fn nccl_result_in_words(line: &str) -> Option<Evidence> {
 /// Rows whose wording is only a CUDA error when the catalog can name the message after it:
 /// Caffe2's "Error at: <file>.cu:<line>: <message>", Triton's and TensorRT's wrappers, a checking
 /// macro's "<call> failed with error <message>".
-const REFINED_ONLY: [&str; 12] = [
+const REFINED_ONLY: [&str; 14] = [
     "tf_failed_driver_call",
+    "cuew_driver_call",
+    "ggml_cuda_bad_arch",
     "opencv_gpu_api_call",
     "cutlass_status",
     "caffe2_cuda_enforce",
@@ -2270,6 +2272,72 @@ mod tests {
             headline(&d, "RuntimeError: CUDA error: an illegal memory access was encountered (cusparse_utils.cu:41)"),
             Some((Kind::CudaError, "illegal_memory_access".to_owned()))
         );
+    }
+
+    /// Round thirty-five: Blender Cycles' driver results, llama.cpp's own words for a missing
+    /// kernel, Warp's failed allocation, NVML's "GPU is lost" after any client's words,
+    /// PyTorch's allocator asserts, and prose values ended by "!", told after "but" or with a
+    /// colloquial verb; and what stays quiet.
+    #[test]
+    fn round_thirty_five_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("Illegal address in cuCtxSynchronize() (intern/cycles/device/cuda/queue.cpp:88)", Kind::CudaError, "illegal_memory_access"),
+            ("Launch exceeded timeout in cuCtxSynchronize() (device_impl.cpp:412)", Kind::CudaError, "launch_timeout"),
+            ("Invalid context in cuMemAlloc_v2(&device_pointer, size) (device_impl.cpp:97)", Kind::CudaError, "invalid_context"),
+            ("Launch failed in cuCtxSynchronize()", Kind::CudaError, "unspecified_launch_failure"),
+            ("ERROR: ggml-cuda was compiled without support for the current GPU architecture.", Kind::CudaError, "no_kernel_image"),
+            ("slurmstepd: error: NVML: Failed to get memory(3): GPU is lost", Kind::CudaError, "nvml_gpu_lost"),
+            ("failed to get device 2: nvml: GPU is lost", Kind::CudaError, "nvml_gpu_lost"),
+            ("RuntimeError: Memory allocation failed on device: cuda:0 for 4096 bytes", Kind::Oom, "cuda_oom"),
+            ("RuntimeError: block->stream == stream INTERNAL ASSERT FAILED at \"../c10/cuda/CUDACachingAllocator.cpp\":2210, please report a bug to PyTorch.", Kind::CudaError, "cuda_allocator_internal_assert"),
+            ("After the upgrade my loss is always NaN!", Kind::Numeric, "non_finite_loss"),
+            ("the val loss climbs for a while and then goes NaN", Kind::Numeric, "non_finite_loss"),
+            ("the grad norm turned nan at step 900", Kind::Numeric, "nan_grad_norm"),
+            ("When fine-tuning on my data, the loss is always nan", Kind::Numeric, "non_finite_loss"),
+            ("For some reason the loss becomes nan after 3 epochs", Kind::Numeric, "non_finite_loss"),
+            ("Training runs without any error, but loss=nan from epoch 2", Kind::Numeric, "non_finite_loss"),
+            ("[Question] ASR recipe - Detected NaN loss", Kind::Numeric, "non_finite_loss"),
+            ("ValueError: [!] NaN loss with mel_loss.", Kind::Numeric, "non_finite_loss"),
+            ("loss和acc的值是 nan", Kind::Numeric, "non_finite_loss"),
+            ("Error: RuntimeError: NaN detected in the decoder's output", Kind::Numeric, "non_finite_value"),
+            ("Since the upgrade I'm getting a CUDA out-of-memory error at step 1", Kind::Oom, "cuda_oom"),
+            ("[Bug]: Detected NaN loss during VITS training", Kind::Numeric, "non_finite_loss"),
+            ("the loss has gone NaN after step 10", Kind::Numeric, "non_finite_loss"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // Suppositions, negations and questions keep their reach.
+            "If no error is raised, but loss=nan shows up, lower the learning rate",
+            "The loss never goes NaN with fp32.",
+            "Why does the loss go nan after warm-up?",
+            "There is no reason the loss turns nan here",
+            "To avoid CUDA out-of-memory errors, lower the batch size.",
+            "PyTorch then throws the dreaded CUDA out-of-memory error.",
+            // Words between the key and the verb, and questions.
+            "the loss never spikes and goes NaN with fp32",
+            "The loss will spike and go NaN if you use fp16 without scaling",
+            "Does the loss go NaN with bf16 as well?",
+            "**Found NaN loss?** Lower the learning rate.",
+            // Advice after the break.
+            "Do not use fp16 without a scaler, but loss=nan can still happen with bf16",
+            // Other programs' words before "in cu…".
+            "Invalid value in current config, using the default",
+            "Unknown error in curl_easy_perform(): timeout",
+            "| Detected NaN loss | Lower the learning rate |",
+            // A runbook's table of symptoms.
+            "| the loss goes NaN | the learning rate is too high |",
+            // Somebody's words for a lost GPU, with no NVML client's.
+            "my GPU is lost after the update",
+            // A detector's patterns, also in a diff and in camel case.
+            "+    - userLogRegex: \"(?i)CUDA_ERROR_ECC_UNCORRECTABLE: uncorrectable ECC error encountered\"",
+            "  errorPattern: \"CUDA error: an illegal memory access was encountered\"",
+            "  match: \"(?i)cuda error: an illegal memory access\"",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
     }
 
     /// Round thirty: numbered calls and codes of programs outside PyTorch, shorthand titles, RL

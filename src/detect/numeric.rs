@@ -70,6 +70,9 @@ struct Patterns {
     /// The value before its key, after a verb of meeting it, as messages word it: "received a
     /// nan loss", "encountered NaN grad norm".
     adjectival: Regex,
+    /// A check's message that opens with its verb before the value and its key: "Detected NaN
+    /// loss", also as a title's segment after a dash.
+    detected_first: Regex,
     /// Megatron-LM's result validation (megatron/core/rerun_state_machine.py, `validate_result`):
     /// "Rank 3, node n1, device 3, iteration 205: Unexpected result nan (message='found NaN in
     /// local forward loss calculation')", raised as a RuntimeError or logged; the value is the
@@ -138,7 +141,7 @@ const KEY_TAIL: &str = r"(?:/[A-Za-z0-9_]{1,24})?(?-i:(?:[ ][A-Z][a-z]{1,11}){0,
 /// the bare, verbal and group forms it is matched case-sensitively, in the spellings runtimes
 /// print: Python, numpy and PyTorch `nan`/`inf` (C's `%f` too, `%F` gives `NAN`/`INF`), and the
 /// JVM's `Double.toString` and JavaScript's `NaN`/`Infinity` (Scala/Java trainers, JS loggers).
-const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:\.0+|x{2,3})?(?:$|[\s,;|}\])'"`*，；。\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]|[.:](?:\s|$)|\((?:[-+]?(?:nan|inf|[0-9][0-9.eE+-]{0,24}))\))"#;
+const TOKEN: &str = r#"(?P<tok>[-+]?(?:nan|inf(?:inity)?|NaN|NAN|INF|Infinity))(?:\.0+|x{2,3})?(?:$|[\s,;|}\])'"`*，；。!！\p{Han}\p{Hangul}\p{Hiragana}\p{Katakana}]|[.:](?:\s|$)|\((?:[-+]?(?:nan|inf|[0-9][0-9.eE+-]{0,24}))\))"#;
 
 fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
@@ -150,7 +153,9 @@ fn patterns() -> &'static Patterns {
         // Fixed-width tables pad the key before its colon (`LOSS     :  nan`), and Chinese
         // reports join key and value with a copula (`loss为 nan`, `grad_norm为 nan`), also after
         // an adverb ("grad_norm总是nan", grad_norm is always nan; "grad_norm就是nan", is simply nan), and
-        // with a verb of turning into (`loss变为 nan`); Korean and Japanese put a subject or topic
+        // with a verb of turning into (`loss变为 nan`), also after "the value of" (`loss的值是nan`)
+        // and after further keys joined by "and" (`loss和grad_norm_g的值是Nan`; the first key names
+        // the family); Korean and Japanese put a subject or topic
         // particle on the key (`loss가 nan이 발생합니다`, the loss goes nan). A message may put the value in
         // parentheses after its key: ESPnet's "loss (=nan) is not correct" (espnet/asr/
         // pytorch_backend/asr.py, `CustomUpdater.update_core`). Static-graph trainers print a
@@ -158,7 +163,7 @@ fn patterns() -> &'static Patterns {
         // TensorFlow 1.x's `loss = [nan]`). A script may print the expression it read the value
         // with (`print("train loss.item():", loss.item())`).
         keyed: Regex::new(&format!(
-            r#"(?i){KEY}{KEY_TAIL}(?:\.item\(\))?['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:(?:总|總|一直|都|还|還|又|全|就|也|仍然?|依然|始终|始終|直接)?(?:为|為|是)|\(?[:=]|变成|變成|变为|變為|[가이는은도がはも])[ \t]{{0,16}}(?:['"(]|\[\s{{0,2}})?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
+            r#"(?i){KEY}{KEY_TAIL}(?:(?:和|与|與|及|、)[A-Za-z][A-Za-z0-9_]{{0,29}}){{0,3}}(?:\.item\(\))?['"\]]?(?:\s{{0,2}}\([a-z, ]{{1,40}}\))?[ \t]{{0,16}}(?:(?:的值|的数值|的數值)?(?:总|總|一直|都|还|還|又|全|就|也|仍然?|依然|始终|始終|直接)?(?:为|為|是)|\(?[:=]|变成|變成|变为|變為|[가이는은도がはも])[ \t]{{0,16}}(?:['"(]|\[\s{{0,2}})?(?:tensor\(\s*|[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}})?{TOKEN}"#
         ))
         .expect("static regex"),
         // Fixed-width formatters pad the value into a column (`loss        nan`); metric
@@ -233,14 +238,28 @@ fn patterns() -> &'static Patterns {
         )
         .expect("static regex"),
         // A message that names the value before its key, without a verb: "ValueError:  [x] nan
-        // loss" (DDSP-SVC's trainer), "RuntimeError: NaN loss at step 120". The key ends the
+        // loss" (DDSP-SVC's trainer), "RuntimeError: NaN loss at step 120", "RuntimeError:
+        // [!] NaN loss with decoder_loss." (Mozilla TTS's losses.py names the term). The key ends the
         // phrase: in "NaN loss detection is enabled" it qualifies a noun, a feature's name.
+        // A check's own message that opens with its verb, capitalised, before the value and its
+        // key: "Detected NaN loss at step 12, skipping", "Found inf grad norm" (Coqui's trainer
+        // raises "Detected NaN loss"), at the start of the line, after a bracketed tag ("[Bug]:
+        // Detected NaN loss") or at the start of a title's segment after a dash, a bar or a colon
+        // ("[Bug] VITS recipe - Detected NaN loss", "VITS: Detected NaN loss"). A sentence puts a
+        // subject before the verb and writes it in lower case; a question ("Found NaN loss?")
+        // asks.
+        detected_first: Regex::new(
+            r"(?:^[\s>*\-\x{2022}\d:.,/T]*(?:\[[^\]]{0,40}\]:?\s*)*|(?:\s[-\x{2013}\x{2014}|]|:)\s+)(?:Detected|Found|Encountered|Caught)\s+(?:an?\s+)?(?P<tok>NaN|nan|NAN|Inf|inf|INF)\s+(?P<key>(?i:loss|gradients?|grads?|grad(?:ient)?[_ ]?norm))\b",
+        )
+        .expect("static regex"),
         message_adjectival: Regex::new(&format!(
-            r#"{VALUE_THEN_KEY}(?:\s*$|\s*[.,;:!)\]'"`]|\s+(?:at|in|on|after|during|encountered|detected|found|occurred|occured|appeared|value)\b)"#,
+            r#"{VALUE_THEN_KEY}(?:\s*$|\s*[.,;:!)\]'"`]|\s+(?:at|in|on|with|for|after|during|encountered|detected|found|occurred|occured|appeared|value)\b)"#,
         ))
         .expect("static regex"),
+        // A wrapper may put the exception's class between its own level and the message ("Error:
+        // RuntimeError: NaN detected in latents", a UI's error report).
         message_found: Regex::new(
-            r"^\s*(?:\[[^\]]{0,40}\]\s*)?(?:NaN|nan|NAN|Inf|inf|INF)(?:\s*(?:/|or|and/or)\s*(?:NaN|nan|Inf|inf|INF))?(?:\s+values?)?\s+(?:detected|found|encountered)\b",
+            r"^\s*(?:[A-Z][A-Za-z]{0,40}(?:Error|Exception):\s+)?(?:\[[^\]]{0,40}\]\s*)?(?:NaN|nan|NAN|Inf|inf|INF)(?:\s*(?:/|or|and/or)\s*(?:NaN|nan|Inf|inf|INF))?(?:\s+values?)?\s+(?:detected|found|encountered)\b",
         )
         .expect("static regex"),
         unexpected: Regex::new(
@@ -256,9 +275,11 @@ fn patterns() -> &'static Patterns {
         // A gradient ("the gradient becomes NaN after 150 steps") is a gradient norm's family.
         // Several keys may share the verb ("the policy_loss, policy_entropy and approxkl all
         // become nan"; the first names the family), and a value may "equal" the token ("after a
-        // while loss equals \"nan\"").
+        // while loss equals \"nan\""). Writers also let the value go or turn without a
+        // preposition ("the loss goes NaN", "grad norm turned inf"), and may tell what the value
+        // did first ("the loss shoots up and then goes NaN": up to five words before "and").
         changed_state: Regex::new(&format!(
-            r#"(?i){}(?:\s*,\s*[A-Za-z0-9_.]{{1,30}}|\s+and\s+[A-Za-z0-9_.]{{1,30}}){{0,4}}(?:\s+(?:all|both))?\s+(?:[*_]{{1,2}})?(?:(?:always|still|suddenly|then|quickly|soon|eventually|sometimes|just|directly|immediately|constantly|consistently|continuously|also)\s+)?(?:became|becomes?|becoming|equal(?:s|ed|led)?(?:\s+to)?|ha(?:s|ve)\s+become|(?:always|still|constantly)\s+be|show(?:s|ed|ing)?|turn(?:s|ed)?\s+(?:in)?to|goes\s+to|went\s+to|keeps?\s+being|kept\s+being|stay(?:s|ed)?|remain(?:s|ed)?|(?:is|was|are|were)\s+[*_]{{0,2}}(?:always|still|constantly|consistently)|change[sd]?\s+to|jump(?:s|ed)?\s+to|explode[sd]?\s+to|(?:rise[sn]?|rose)\s+to|drop(?:s|ped)?\s+to|approach(?:es|ed)?|reach(?:es|ed)?)\s+(?:(?:to|into|be)\s+)?[*_'"`]{{0,2}}{TOKEN}"#,
+            r#"(?i){}(?:\s*,\s*[A-Za-z0-9_.]{{1,30}}|\s+and\s+[A-Za-z0-9_.]{{1,30}}){{0,4}}(?:\s+(?:all|both))?(?:\s+(?:[a-z]{{1,12}}\s+){{1,5}}and)?\s+(?:[*_]{{1,2}})?(?:(?:always|still|suddenly|then|quickly|soon|eventually|sometimes|just|directly|immediately|constantly|consistently|continuously|also)\s+)?(?:became|becomes?|becoming|equal(?:s|ed|led)?(?:\s+to)?|ha(?:s|ve)\s+become|(?:always|still|constantly)\s+be|show(?:s|ed|ing)?|turn(?:s|ed|ing)?(?:\s+(?:in)?to)?|go(?:es|ing)?|went|ha(?:s|ve|d)\s+(?:gone|turned)|(?:is|was|are|were)\s+going|keeps?\s+being|kept\s+being|stay(?:s|ed)?|remain(?:s|ed)?|(?:is|was|are|were)\s+[*_]{{0,2}}(?:always|still|constantly|consistently)|change[sd]?\s+to|jump(?:s|ed)?\s+to|explode[sd]?\s+to|(?:rise[sn]?|rose)\s+to|drop(?:s|ped)?\s+to|approach(?:es|ed)?|reach(?:es|ed)?)\s+(?:(?:to|into|be)\s+)?[*_'"`]{{0,2}}{TOKEN}"#,
             KEY.replacen("(?P<key>", r"(?P<key>(?-u:\b)gradients?(?-u:\b)|", 1)
         ))
         .expect("static regex"),
@@ -902,13 +923,12 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
     // A value right after someone says they met it ("I am getting Loss nan, top1 98.00", "we got
     // grad_norm nan"): a report in the writer's words, unless a conditional, a negation or a
     // verb of avoiding comes first ("if you get loss nan", "I never got loss nan").
-    // Both searches run once per line (where the first cue and the first such word end).
-    let hypothetical_end = std::cell::OnceCell::new();
-    let supposed_before = |at: usize| {
-        hypothetical_end
-            .get_or_init(|| p.message_prose.find(line).map(|c| c.end()))
-            .is_some_and(|e| e <= at)
-    };
+    // A clause that ", but" or ";" opens ends a negation before it ("the script throws no error,
+    // but loss=nan …" tells what happened), unless a condition came first ("if you see no error,
+    // but …") or a modal verb follows the break ("…, but loss=nan can still happen"). The
+    // offsets are found once per line and searched by position (see [`Reach`]).
+    let reach = std::cell::OnceCell::new();
+    let supposed_before = |at: usize| reach.get_or_init(|| Reach::of(line)).covers(at);
     let reported_in_prose = |m: regex::Match| {
         first_cue_end().is_some_and(|e| e <= m.start()) && !supposed_before(m.start())
     };
@@ -990,7 +1010,21 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
             }) {
                 return value_headline(&c, false);
             }
-            if let Some(c) = p.detected.captures(line) {
+            // A cell of a Markdown table ("| the loss goes NaN | lr too high |", "| Detected NaN
+            // loss | … |", a runbook's symptoms) describes a case; a logger's table of values is
+            // `table_row`'s.
+            let table_cells = {
+                let t = line.trim();
+                t.len() > 1 && t.starts_with('|') && t.ends_with('|')
+            };
+            if table_cells {
+                return None;
+            }
+            if let Some(c) = p.detected.captures(line).or_else(|| {
+                p.detected_first
+                    .captures(line)
+                    .filter(|c| c.name("key").is_some_and(|k| !asked(&line[k.end()..])))
+            }) {
                 return value_headline(&c, false);
             }
             if message
@@ -1021,9 +1055,12 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
                 .into_iter()
                 .flatten()
                 .find(|c| {
-                    c.get(0)
-                        .is_some_and(|m| !p.hedged.is_match(&own_conditions(&line[..m.start()])))
-                        && !super::prose::second_person_scenario(line)
+                    // The words between the key and the verb count too ("the loss never spikes
+                    // and goes NaN"), and a question stays one ("Does the loss go NaN …?").
+                    c.name("tok").is_some_and(|t| {
+                        !p.hedged.is_match(&own_conditions(&line[..t.start()]))
+                            && !asked(&line[t.end()..])
+                    }) && !super::prose::second_person_scenario(line)
                 })
             {
                 return value_headline(&c, false);
@@ -1117,16 +1154,125 @@ fn fix_before(text: &str) -> bool {
     .is_match(text)
 }
 
+/// The end of a sentence: a full stop, an exclamation or a question mark before a space or the
+/// end of the line.
+fn sentence_end() -> &'static Regex {
+    static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    super::prose::cached(&R, r"[.!?](?:\s|$)")
+}
+
+/// A conditional word, which keeps its whole sentence a supposition.
+fn conditional() -> &'static Regex {
+    static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    super::prose::cached(
+        &R,
+        r"(?i)\b(?:if|when|whenever|whether|unless|until|in case|once|where)\b",
+    )
+}
+
+/// Where a new clause opens that a negation before it does not reach: "but" after a
+/// comma ("no error is thrown, but …") and a semicolon. A condition reaches past it.
+fn clause_breaks() -> &'static Regex {
+    static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    super::prose::cached(&R, r"(?i),\s*but\b|;\s")
+}
+
+/// Does `rest`, what follows a value or a key, end its clause with a question mark ("Does the
+/// loss go NaN with bf16 as well?")? A question in a clause of its own after a comma asks about
+/// what was reported ("my loss is always nan, how can I fix it?").
+fn asked(rest: &str) -> bool {
+    rest.find(['.', '!', '?', ',', ';'])
+        .is_some_and(|i| rest[i..].starts_with('?'))
+}
+
+/// Longest line whose negations [`Reach`] tracks clause by clause: far more than any sentence or
+/// paragraph; past it (a 100 MB line is input too) only the first word counts, to the line's end,
+/// and no offsets are kept.
+const CLAUSE_LINE_MAX: usize = 64 * 1024;
+
+/// Where the words that make a value hypothetical or negated end on a line, and where the clauses
+/// that a negation does not reach open.
+struct Reach {
+    /// Ends of `message_prose`'s words (conditions, negations, verbs of avoiding).
+    words: Vec<usize>,
+    /// Ends of the clause breaks (", but", "; ").
+    breaks: Vec<usize>,
+    /// Starts of modal verbs, which keep advice advice after a break.
+    modals: Vec<usize>,
+    /// Ends of sentences (a full stop, an exclamation or a question mark before a space).
+    sentence_ends: Vec<usize>,
+    /// Start of the line's first conditional word.
+    condition: Option<usize>,
+}
+
+impl Reach {
+    fn of(line: &str) -> Self {
+        let p = patterns();
+        if line.len() > CLAUSE_LINE_MAX {
+            return Reach {
+                words: p
+                    .message_prose
+                    .find(line)
+                    .map(|m| m.end())
+                    .into_iter()
+                    .collect(),
+                breaks: Vec::new(),
+                modals: Vec::new(),
+                sentence_ends: Vec::new(),
+                condition: None,
+            };
+        }
+        static MODAL: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+        let modal = super::prose::cached(
+            &MODAL,
+            r"(?i)\b(?:can|cannot|can't|could|may|might|will|won't|would|should|must)\b",
+        );
+        Reach {
+            words: p.message_prose.find_iter(line).map(|m| m.end()).collect(),
+            breaks: clause_breaks().find_iter(line).map(|m| m.end()).collect(),
+            modals: modal.find_iter(line).map(|m| m.start()).collect(),
+            sentence_ends: sentence_end().find_iter(line).map(|m| m.start()).collect(),
+            condition: conditional().find(line).map(|m| m.start()),
+        }
+    }
+
+    /// Does a word before byte `at`, in its clause or reaching into it, make the value there
+    /// hypothetical or negated? A modal verb anywhere in the value's clause ("…, but loss=nan can
+    /// still happen") keeps the words before the break in reach.
+    fn covers(&self, at: usize) -> bool {
+        let clause = self.breaks.partition_point(|&b| b <= at);
+        let mut from = clause.checked_sub(1).map_or(0, |i| self.breaks[i]);
+        if from > 0 {
+            let next_break = self.breaks.get(clause).copied().unwrap_or(usize::MAX);
+            let sentence_end = self.sentence_ends
+                [self.sentence_ends.partition_point(|&e| e < at)..]
+                .first()
+                .copied()
+                .unwrap_or(usize::MAX);
+            let clause_end = next_break.min(sentence_end);
+            let modal = self.modals.partition_point(|&m| m < from);
+            if self.condition.is_some_and(|c| c < from)
+                || self.modals.get(modal).is_some_and(|&m| m < clause_end)
+            {
+                from = 0;
+            }
+        }
+        let first = self.words.partition_point(|&e| e <= from);
+        self.words.get(first).is_some_and(|&e| e <= at)
+    }
+}
+
 /// `text` without the conditions the writer puts on their own run ("when I set
 /// `distance_influence` to none, the loss becomes NaN", "if I use it for clusters of different
 /// sizes, the losses become nan"): what they did, and a report of what followed, not a
 /// supposition. "When" or "while" before a verb's -ing form tells what the run was doing ("When
-/// trying to teach mGPT through a notebook, after a while loss equals \"nan\"").
+/// trying to teach mGPT through a notebook, after a while loss equals \"nan\"", "When
+/// fine-tuning XTTS_v2 …"), and "for some reason" says the writer cannot explain what they saw.
 fn own_conditions(text: &str) -> std::borrow::Cow<'_, str> {
     static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
     super::prose::cached(
         &R,
-        r"(?i)\b(?:(?:when|whenever|if|once)\s+(?:i|we)|(?:when|while)\s+[a-z]{2,20}ing)\b",
+        r"(?i)\b(?:(?:when|whenever|if|once)\s+(?:i|we)|(?:when|while)\s+(?:[a-z]{2,20}-)?[a-z]{2,20}ing|for\s+(?:some|whatever|an?\s+unknown)\s+reasons?)\b",
     )
     .replace_all(text, " ")
 }
@@ -1475,7 +1621,10 @@ mod tests {
             Some("non_finite_loss")
         );
         assert_eq!(cat("| loss          | 0.0123    |"), None);
+        assert_eq!(cat("| loss | nan | not a number |"), None);
         assert_eq!(cat("| loss | nan | the loss went nan |"), None);
+        // A table's cell describes; it does not report a run ("| Symptom | Cause |").
+        assert_eq!(cat("| the loss went nan | learning rate too high |"), None);
         // A trainer's message quoted in a code span keeps its level tag.
         assert_eq!(
             cat("`WARNING: The grad norm is nan. Skipping updating the model.`").as_deref(),

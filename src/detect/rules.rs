@@ -273,6 +273,30 @@ const fn gpu_oom(name: &'static str, literals: &'static [&'static str]) -> Headl
     }
 }
 
+/// nvidia-smi's device-handle failure; the row of NVML's other "GPU is lost" messages shares it.
+const NVML_GPU_LOST: HeadlineRule = HeadlineRule {
+    // nvidia-smi (or any NVML client) cannot reach a GPU the driver still lists: "Unable to
+    // determine the device handle for GPU 0000:0B:00.0: Unknown Error", "…: GPU is lost.
+    // Reboot the system to recover this GPU" (NVML's `NVML_ERROR_UNKNOWN` and
+    // `NVML_ERROR_GPU_IS_LOST` for `nvmlDeviceGetHandleByIndex`, whose strings are
+    // `nvmlErrorString`'s in NVIDIA's NVML API reference). The GPU has almost always fallen
+    // off the bus; its Xid 79 is in the kernel log. "…: Not Found" (a GPU the driver never
+    // brought up, or a Jetson's integrated GPU that NVML does not manage) is not this.
+    name: "nvml_gpu_lost",
+    literals: &["device handle for GPU"],
+    kind: Kind::CudaError,
+    category: "nvml_gpu_lost",
+    blame: Blame::Hardware,
+    hint: "NVML (nvidia-smi, DCGM, the device plugin) can no longer reach this GPU: it has \
+           usually fallen off the bus (look for Xid 79 or 'fallen off the bus' in the kernel \
+           log). Drain the node; a GPU reset or a reboot brings it back, and one that keeps \
+           dropping needs a hardware check.",
+    priority: HIGH,
+    requires_any: &["Unknown Error", "GPU is lost", "GPU requires restart"],
+    refines: &[],
+    guard: None,
+};
+
 const fn generic_cuda(name: &'static str, literals: &'static [&'static str]) -> HeadlineRule {
     HeadlineRule {
         name,
@@ -1294,6 +1318,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // XLA's host buffers, CuPy and others: "Out of memory allocating N bytes".
             "B) on device ordinal",
             "Out of memory allocating",
+            // NVIDIA Warp's allocator: "RuntimeError: Memory allocation failed on device: cuda
+            // for 120 bytes" (warp/context.py, `Device.allocator`'s callers raise it when the
+            // CUDA allocation returns null).
+            "allocation failed on device: cuda",
             // The body of PyTorch's caching-allocator message, which survives when the
             // `OutOfMemoryError` head was cut from a paste: "Tried to allocate 2.00 GiB (GPU 0;
             // 15.78 GiB total capacity; …)" and, since 2.1, "Tried to allocate 20.00 MiB. GPU 0 has
@@ -1558,6 +1586,13 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         requires_any: &["Cuda", "CUDA", "GPU", "DeviceMemory", "device memory"],
         refines: &[],
         guard: None,
+    },
+    HeadlineRule {
+        // Writers hyphenate the words as an adjective ("I'm getting a CUDA out-of-memory error");
+        // no program prints them so, and guides and docstrings write them as often, so only a
+        // report in the first person counts (`guards::first_person_report`).
+        guard: Some(guards::first_person_report),
+        ..gpu_oom("cuda_oom_reported", &["CUDA out-of-memory"])
     },
     HeadlineRule {
         // The CUDA runtime's own text for `cudaErrorMemoryAllocation` ("out of memory", from
@@ -2024,27 +2059,42 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         refines: &[],
         guard: None,
     },
+    NVML_GPU_LOST,
     HeadlineRule {
-        // nvidia-smi (or any NVML client) cannot reach a GPU the driver still lists: "Unable to
-        // determine the device handle for GPU 0000:0B:00.0: Unknown Error", "…: GPU is lost.
-        // Reboot the system to recover this GPU" (NVML's `NVML_ERROR_UNKNOWN` and
-        // `NVML_ERROR_GPU_IS_LOST` for `nvmlDeviceGetHandleByIndex`, whose strings are
-        // `nvmlErrorString`'s in NVIDIA's NVML API reference). The GPU has almost always fallen
-        // off the bus; its Xid 79 is in the kernel log. "…: Not Found" (a GPU the driver never
-        // brought up, or a Jetson's integrated GPU that NVML does not manage) is not this.
-        name: "nvml_gpu_lost",
-        literals: &["device handle for GPU"],
+        // An internal check of PyTorch's CUDA caching allocator: `TORCH_INTERNAL_ASSERT` prints
+        // "RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at
+        // \"/pytorch/c10/cuda/CUDACachingAllocator.cpp\":1015, please report a bug to PyTorch."
+        // (c10/util/Exception.h; c10/cuda/CUDACachingAllocator.cpp). `NVML_SUCCESS == r` is the
+        // allocator's NVML query failing where NVML cannot see the device (a MIG instance, a
+        // container without NVML, a driver and NVML library that disagree); the allocator's
+        // other checks are its own invariants.
+        name: "torch_cuda_allocator_internal_assert",
+        literals: &["CUDACachingAllocator.cpp"],
         kind: Kind::CudaError,
-        category: "nvml_gpu_lost",
-        blame: Blame::Hardware,
-        hint: "NVML (nvidia-smi, DCGM, the device plugin) can no longer reach this GPU: it has \
-               usually fallen off the bus (look for Xid 79 or 'fallen off the bus' in the kernel \
-               log). Drain the node; a GPU reset or a reboot brings it back, and one that keeps \
-               dropping needs a hardware check.",
-        priority: HIGH,
-        requires_any: &["Unknown Error", "GPU is lost", "GPU requires restart"],
+        category: "cuda_allocator_internal_assert",
+        blame: Blame::Unknown,
+        hint: "An internal check of PyTorch's CUDA caching allocator failed. 'NVML_SUCCESS == r' \
+               means the allocator's NVML query failed: check that nvidia-smi works in the \
+               job's container (MIG instances and containers without NVML access fail it) and \
+               try without PYTORCH_CUDA_ALLOC_CONF options such as expandable_segments. Other \
+               conditions are allocator bugs: look above for a first CUDA error, upgrade \
+               PyTorch, and report the assertion with the PyTorch version.",
+        priority: MID,
+        requires_any: &["INTERNAL ASSERT FAILED"],
         refines: &[],
         guard: None,
+    },
+    HeadlineRule {
+        // Any other NVML query that meets a GPU gone from the bus: `NVML_ERROR_GPU_IS_LOST`,
+        // whose `nvmlErrorString` is "GPU is lost", as the clients print it after their own words:
+        // slurmstepd's "error: NVML: Failed to get usage(15): GPU is lost", the Go bindings'
+        // "error creating nvml.Device 5: nvml: GPU is lost" (the Kubernetes device plugin). The
+        // line must name NVML: "the GPU is lost" alone is anyone's words. The enum's name
+        // (`NVML_ERROR_GPU_IS_LOST`) is the documentation's and the code's, not output.
+        name: "nvml_gpu_is_lost",
+        literals: &[" GPU is lost"],
+        requires_any: &["NVML", "nvml", "Reboot the system to recover"],
+        ..NVML_GPU_LOST
     },
     HeadlineRule {
         // The driver and the user-space NVML library disagree, after a driver upgrade without a
@@ -2251,6 +2301,44 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
     // number (detect's `REFINED_ONLY`): PhysX's other errors (a buffer capacity to raise)
     // are not CUDA failures.
     generic_cuda("physx_error_numbered", &["PhysX error: "]),
+    // Blender Cycles' CUDA device checks every driver call and prints the `CUresult` in the CUDA
+    // extension wrangler's words before the call it failed in: "Illegal address in
+    // cuCtxSynchronize() (…/intern/cycles/device/cuda/queue.cpp:123)", "Invalid context in
+    // cuStreamCreate(&cuda_stream_, CU_STREAM_NON_BLOCKING) (…)" (intern/cycles/device/cuda/
+    // util.h, `cuda_device_assert`: "%s in %s (%s:%d)"; the words are `cuewErrorString`'s,
+    // extern/cuew/src/cuew.c). `cuda_catalog` names the error from the words (the driver names'
+    // short forms, and cuew's own wordings in its `FRAMEWORK_WORDINGS`); counted only where it
+    // does (detect's `REFINED_ONLY`), and only where a driver call follows "in"
+    // (`guards::driver_call_follows`). "Out of memory in cu…" is the OOM row's.
+    HeadlineRule {
+        guard: Some(guards::driver_call_follows),
+        ..generic_cuda(
+            "cuew_driver_call",
+            &[
+                "Illegal address in cu",
+                "Misaligned address in cu",
+                "Launch failed in cu",
+                "Launch exceeded timeout in cu",
+                "Invalid context in cu",
+                "Invalid value in cu",
+                "Invalid handle in cu",
+                "Invalid kernel image in cu",
+                "No binary for GPU in cu",
+                "Hardware stack error in cu",
+                "Uncorrectable ECC error detected in cu",
+                "Unknown error in cu",
+            ],
+        )
+    },
+    // llama.cpp's CUDA backend (ggml-cuda) compiles a device function that traps for GPU
+    // architectures the build left out: "ERROR: ggml-cuda was compiled without support for the
+    // current GPU architecture." (ggml-cuda's `bad_arch`, printed from the device before
+    // `__trap()`), the same failure as the runtime's "no kernel image is available". Named by
+    // `cuda_catalog::FRAMEWORK_WORDINGS`.
+    generic_cuda(
+        "ggml_cuda_bad_arch",
+        &["was compiled without support for the current GPU architecture"],
+    ),
     // TensorFlow's driver wrapper names a failed driver call and the `CUresult` after it, by name
     // ("failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected") or, for
     // a value its table lacks, by number ("failed call to cuInit: UNKNOWN ERROR (34)";

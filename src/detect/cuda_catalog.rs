@@ -242,6 +242,7 @@ pub fn refine(line: &str) -> Option<Refined> {
     // runtime message the sentence may contain ("… is not supported").
     if let Some(status) = status_code(line)
         .or_else(|| cublas_status_text(line))
+        .or_else(|| jaxlib_status_text(line))
         .or_else(|| cusparse_status_text(line))
         .or_else(|| cutlass_status(line))
         .or_else(|| cudnn_frontend_unsupported(line))
@@ -662,6 +663,72 @@ const CUBLAS_STATUS_TEXT: &[(&str, &str)] = &[
         "not_supported",
     ),
 ];
+
+/// JAX's words for the math libraries' statuses (jaxlib/gpu/gpu_kernel_helpers.cc, `ErrorString`
+/// for `cusolverStatus_t`, `cublasStatus_t` and `cufftResult`), which its checks print after the
+/// failed call: "jaxlib/gpu/solver_kernels.cc:45: operation gpusolverDnCreate(&handle) failed:
+/// cuSolver internal error" (`JAX_AS_STATUS`), and older jaxlib raised as they are
+/// ("RuntimeError: cuSolver internal error"). Each library's name is spelled as JAX spells it,
+/// which no other program does ("cuBlas"); the longest sentence on the line wins.
+const JAXLIB_STATUS_TEXT: &[(&str, &str)] = &[
+    (
+        "cuSolver has not been initialized",
+        "cusolver_not_initialized",
+    ),
+    ("cuSolver allocation failed", "cusolver_alloc_failed"),
+    ("cuSolver invalid value error", "cusolver_invalid_value"),
+    (
+        "cuSolver architecture mismatch error",
+        "cusolver_arch_mismatch",
+    ),
+    ("cuSolver mapping error", "cusolver_mapping_error"),
+    ("cuSolver execution failed", "cusolver_execution_failed"),
+    ("cuSolver internal error", "cusolver_internal_error"),
+    (
+        "cuSolver matrix type not supported error",
+        "cusolver_matrix_type_not_supported",
+    ),
+    ("cuSolver not supported error", "cusolver_not_supported"),
+    ("cuSolver zero pivot error", "cusolver_zero_pivot"),
+    ("cuSolver invalid license error", "cusolver_invalid_license"),
+    ("cuBlas has not been initialized", "cublas_not_initialized"),
+    ("cuBlas allocation failure", "cublas_alloc_failed"),
+    ("cuBlas invalid value error", "cublas_invalid_value"),
+    ("cuBlas architecture mismatch", "cublas_arch_mismatch"),
+    ("cuBlas mapping error", "cublas_mapping_error"),
+    ("cuBlas execution failed", "cublas_execution_failed"),
+    ("cuBlas internal error", "cublas_internal_error"),
+    ("cuBlas not supported error", "cublas_not_supported"),
+    ("cuBlas license error", "cublas_license_error"),
+    ("cuFFT invalid plan", "cufft_invalid_plan"),
+    ("cuFFT allocation failed", "cufft_alloc_failed"),
+    ("cuFFT invalid type", "cufft_invalid_type"),
+    ("cuFFT invalid value", "cufft_invalid_value"),
+    ("cuFFT internal error", "cufft_internal_error"),
+    ("cuFFT execution failed", "cufft_exec_failed"),
+    ("cuFFT setup failed", "cufft_setup_failed"),
+    ("cuFFT invalid size", "cufft_invalid_size"),
+    ("cuFFT unaligned data", "cufft_unaligned_data"),
+    ("cuFFT invalid device", "cufft_invalid_device"),
+    ("cuFFT no workspace", "cufft_no_workspace"),
+    ("cuFFT not implemented", "cufft_not_implemented"),
+    ("cuFFT not supported", "cufft_not_supported"),
+];
+
+/// The status whose JAX sentence ([`JAXLIB_STATUS_TEXT`]) `line` prints.
+fn jaxlib_status_text(line: &str) -> Option<String> {
+    if !line.contains("cuSolver ") && !line.contains("cuBlas ") && !line.contains("cuFFT ") {
+        return None;
+    }
+    JAXLIB_STATUS_TEXT
+        .iter()
+        .filter(|(text, _)| {
+            line.match_indices(text)
+                .any(|(at, _)| word_bounded(line, at, at + text.len()))
+        })
+        .max_by_key(|(text, _)| text.len())
+        .map(|(_, status)| (*status).to_owned())
+}
 
 /// The cuBLAS status whose sentence ([`CUBLAS_STATUS_TEXT`]) a line naming cuBLAS prints.
 fn cublas_status_text(line: &str) -> Option<String> {

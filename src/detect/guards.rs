@@ -97,3 +97,17 @@ pub fn first_person_report(line: &str) -> bool {
     prose::has_report_cue(line)
         && prose::cached(&R, r"(?i)\b(?:i|i'm|i've|we|we're|we've|my|our)\b").is_match(line)
 }
+
+/// Does `line` say that its writer's run ran out of GPU memory ("We ran out of GPU memory at
+/// batch size 64", "I keep running out of CUDA memory", "I'm running out of GPU memory")? The
+/// writer must be the subject at the start of a sentence or clause, in the past or the
+/// progressive: the present is what code or a guide says happens ("when we run out of GPU
+/// memory, the batch is split", "# we run out of GPU memory here, so chunk the batch").
+pub fn ran_out_in_first_person(line: &str) -> bool {
+    static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    prose::cached(
+        &R,
+        r"(?i)(?:^\s*|[.!?;,]\s+|\b(?:and|but|then|now|again|also|still|after|today|suddenly|unfortunately)\s+)(?:i|we)\s*(?:(?:['’]m|['’]re|am|are|was|were|keep|kept|still|always|often|just|also|then|now|quickly|eventually|constantly|frequently)\s+)*(?:ran|running|ha(?:ve|d)\s+run)\s+out\s+of\s+(?:GPU|CUDA)\s+memory\b",
+    )
+    .is_match(line)
+}

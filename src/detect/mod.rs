@@ -2340,6 +2340,59 @@ mod tests {
         }
     }
 
+    /// Round thirty-six: JAX's words for the math libraries' statuses, PyTorch's store-barrier
+    /// timeout cut short, first-person out-of-memory wordings, NaNs for a pair of losses, a
+    /// metrics dict before a NaN tensor, and failures foretold.
+    #[test]
+    fn round_thirty_six_wordings_and_what_stays_quiet() {
+        let d = DetectorSet::builtin();
+        for (line, kind, cat) in [
+            ("RuntimeError: jaxlib/gpu/solver_kernels.cc:45: operation gpusolverDnCreate(&handle) failed: cuSolver internal error", Kind::CudaError, "cusolver_internal_error"),
+            ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CustomCall failed: jaxlib/cuda/cublas_kernels.cc:46: operation cublasCreate(&handle) failed: cuBlas has not been initialized", Kind::CudaError, "cublas_not_initialized"),
+            ("RuntimeError: cuSolver execution failed", Kind::CudaError, "cusolver_execution_failed"),
+            ("XlaRuntimeError: INTERNAL: jaxlib/gpu/fft_kernels.cc:88: operation cufftExecC2C(plan, in, out, CUFFT_FORWARD) failed: cuFFT execution failed", Kind::CudaError, "cufft_exec_failed"),
+            ("RuntimeError: Timed out initializing process group with --num_nodes=2", Kind::NcclError, "c10d_store_barrier_timeout"),
+            ("I get a \"RuntimeError: Out of CUDA memory\" error on long sequences", Kind::Oom, "cuda_oom"),
+            ("We ran out of GPU memory at batch size 64", Kind::Oom, "cuda_oom"),
+            ("Unfortunately I keep running out of GPU memory at step 3.", Kind::Oom, "cuda_oom"),
+            ("I’m getting CUDA error: an illegal memory access was encountered", Kind::CudaError, "illegal_memory_access"),
+            ("for some reason I receive NaNs for the training and validation loss", Kind::Numeric, "non_finite_loss"),
+            ("Qwen3 stage:rm, 'grad_norm': nan —— last_hidden_state:tensor([[[nan, nan, nan, ..., nan, nan, nan]", Kind::Numeric, "nan_grad_norm"),
+            ("The job crashed with CUBLAS_STATUS_EXECUTION_FAILED on older drivers.", Kind::CudaError, "cublas_execution_failed"),
+            ("It would always crash with CUBLAS_STATUS_EXECUTION_FAILED on my machine.", Kind::CudaError, "cublas_execution_failed"),
+            ("After 3 hours, training will randomly crash with CUBLAS_STATUS_EXECUTION_FAILED, any ideas?", Kind::CudaError, "cublas_execution_failed"),
+            ("I keep running out of CUDA memory at step 3", Kind::Oom, "cuda_oom"),
+            ("I get NaNs for the train/val loss after epoch 2", Kind::Numeric, "non_finite_loss"),
+            ("on the 1080 system, instead of bad output, it encounters an error: `RuntimeError: CUDA error: no kernel image is available for execution on the device` I'm not sure what the cause is", Kind::CudaError, "no_kernel_image"),
+        ] {
+            assert!(d.gate_matches(line.as_bytes()), "{line}");
+            assert_eq!(headline(&d, line), Some((kind, cat.to_owned())), "{line}");
+        }
+        for line in [
+            // Failures a release note or a guide foretells.
+            "Running convolution backward data with batch size > 65535 could fail with CUDNN_STATUS_NOT_SUPPORTED during the execution. This issue has been fixed.",
+            "Applications will fail with CUDA_ERROR_SYSTEM_NOT_READY until the fabric manager starts.",
+            "Large batches may crash with CUBLAS_STATUS_EXECUTION_FAILED on older drivers.",
+            // Running out of memory as advice or a warning.
+            "If you run out of GPU memory, lower the batch size.",
+            "You may run out of GPU memory with large batches.",
+            "When we run out of GPU memory, the batch is split in two.",
+            "# we run out of GPU memory here, so chunk the batch",
+            "When we run out of CUDA memory, the batch is split in two.",
+            "Applications may fail with CUDA error: an illegal memory access was encountered on older drivers.",
+            "If we get NaN loss, the step is skipped.",
+            "Our training code looks for messages like \"CUDA error: out of memory\" in the log.",
+            // The writer's loss in a supposition or a question.
+            "Is my loss NaN because of fp16?",
+            "If my loss is nan, I skip the batch.",
+            "The losses are nan when the input is empty.",
+            // The JAX table's words in other programs' casing.
+            "cusolver internal error handling is described below",
+        ] {
+            assert_eq!(headline(&d, line), None, "{line}");
+        }
+    }
+
     /// Round thirty: numbered calls and codes of programs outside PyTorch, shorthand titles, RL
     /// loops' non-finite values, and code, questions and tables that name errors.
     #[test]

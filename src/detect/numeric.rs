@@ -82,6 +82,8 @@ struct Patterns {
     /// Words that keep a tagged message about a value hypothetical or negated ("WARNING: if the
     /// loss is nan, …", "ignore batches where the loss is nan", "no nan loss detected").
     message_prose: Regex,
+    /// A conditional word ([`CONDITIONAL`]), which keeps its whole sentence a supposition.
+    conditional: Regex,
     /// A sentence that tells how a value turned out in the writer's run: a verb of becoming or
     /// of staying between the key and the value ("the training loss became Nan", "grad_norm
     /// keeps being nan", "the actor grad norms were always NaN").
@@ -122,9 +124,11 @@ const KEY: &str = r"(?P<key>(?-u:\b)[a-z_]*loss[a-z_0-9]*|(?-u:\b)[a-z_]*grad(?:
 /// `message_adjectival`).
 const VALUE_THEN_KEY: &str =
     r"\b(?P<tok>nan|NaN|Nan|NAN|inf|Inf|INF)\s+(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))";
-/// The value before its key as a report's object puts it, also with the key after "in" ("we get
-/// nan in loss", "got NaN in the training loss"): `adjectival`'s, after a verb of getting.
-const VALUE_IN_KEY: &str = r"\b(?P<tok>nan|NaN|Nan|NAN|inf|Inf|INF)\s+(?i:in\s+(?:the\s+|my\s+|our\s+|its\s+)?(?:(?:training|train|validation|val|test|total)\s+)?)?(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))";
+/// The value before its key as a report's object puts it, also with the key after "in", "for" or
+/// "on" ("we get nan in loss", "got NaN in the training loss", "I receive NaNs for the training
+/// and validation loss"; the plural counts the values, steps or runs): `adjectival`'s, after a
+/// verb of getting.
+const VALUE_IN_KEY: &str = r"\b(?P<tok>nan|NaN|Nan|NAN|inf|Inf|INF)s?\s+(?i:(?:in|for|on)\s+(?:the\s+|my\s+|our\s+|its\s+)?(?:(?:training|train|validation|val|test|total)(?:\s*(?:and|or|&|/)\s*(?:training|train|validation|val|test|total))?\s+)?)?(?P<key>(?i:loss|grad(?:ient)?[_ ]?norm))";
 /// What a key may carry after its loss or norm word: a statistic after a slash, as tabular
 /// loggers print their per-iteration summaries (rllab/rlpyt's `actor_loss/Median      nan`,
 /// TensorBoard-style `loss/total`), or up to two capitalised words of a title-case key
@@ -174,10 +178,10 @@ fn patterns() -> &'static Patterns {
             r"(?i){KEY}{KEY_TAIL}\]?[ \t]{{1,16}}(?:[-+]?[0-9][0-9.eE+-]{{0,24}}\s{{0,2}}\(\s{{0,2}}|tensor\(\[?\s{{0,2}})?(?-i:{TOKEN})"
         ))
         .expect("static regex"),
-        // The key may name whose value it is ("grad_norm of qwen2 is 'nan'"), and the value may
-        // be quoted as printed.
+        // The key may name whose value it is ("grad_norm of qwen2 is 'nan'"), the verb may be
+        // plural ("the losses are nan"), and the value may be quoted as printed.
         verbal: Regex::new(&format!(
-            r#"(?i){KEY}(?:\s+(?:of|for)\s+[\w.-]{{1,40}})?\s+(?:is|became|was)\s+['"`]?(?-i:{TOKEN})"#
+            r#"(?i){KEY}(?:\s+(?:of|for)\s+[\w.-]{{1,40}})?\s+(?:is|are|was|were|became)\s+['"`]?(?-i:{TOKEN})"#
         ))
             .expect("static regex"),
         group: Regex::new(&format!(
@@ -226,7 +230,7 @@ fn patterns() -> &'static Patterns {
         )
         .expect("static regex"),
         adjectival: Regex::new(&format!(
-            r"(?i:\b(?:received|receiving|get|gets|got|getting|encountered|encountering|detected|found|hit|observed|saw|see|seeing|meet|meeting|met|having|facing))\s+(?:(?i:an?)\s+)?[\x22'`\x{{201c}}]?{VALUE_IN_KEY}\b",
+            r"(?i:\b(?:received|receiving|receives?|get|gets|got|getting|encountered|encountering|detected|found|hit|observed|saw|see|seeing|meet|meeting|met|having|facing))\s+(?:(?i:an?)\s+)?[\x22'`\x{{201c}}]?{VALUE_IN_KEY}\b",
         ))
         .expect("static regex"),
         // A check's own line that opens with the value and its key and says it found them:
@@ -266,8 +270,9 @@ fn patterns() -> &'static Patterns {
             r"Unexpected result (?:tensor\(\s*)?(?P<tok>-?(?:nan|inf))\b(?P<rest>.*)$",
         )
         .expect("static regex"),
-        message_prose: Regex::new(&format!(r"(?i)\b(?:{SUPPOSED_OR_NEGATED})\b"))
+        message_prose: Regex::new(&format!(r"(?i)\b(?:{CONDITIONAL}|{GUARDED_OR_NEGATED})\b"))
             .expect("static regex"),
+        conditional: Regex::new(&format!(r"(?i)\b(?:{CONDITIONAL})\b")).expect("static regex"),
         // The verbs of becoming and staying that reports use, and the adverbs they put before
         // them; "is/was always" and "is still" say the same of a value that never was finite.
         // Writers spell the value as they please here (`Nan`), and emphasis may wrap the rest of
@@ -276,7 +281,7 @@ fn patterns() -> &'static Patterns {
         // Several keys may share the verb ("the policy_loss, policy_entropy and approxkl all
         // become nan"; the first names the family), and a value may "equal" the token ("after a
         // while loss equals \"nan\""). Writers also let the value go or turn without a
-        // preposition ("the loss goes NaN", "grad norm turned inf"), and may tell what the value
+        // preposition ("the loss goes NaN", "grad norm turned nan"), and may tell what the value
         // did first ("the loss shoots up and then goes NaN": up to five words before "and").
         changed_state: Regex::new(&format!(
             r#"(?i){}(?:\s*,\s*[A-Za-z0-9_.]{{1,30}}|\s+and\s+[A-Za-z0-9_.]{{1,30}}){{0,4}}(?:\s+(?:all|both))?(?:\s+(?:[a-z]{{1,12}}\s+){{1,5}}and)?\s+(?:[*_]{{1,2}})?(?:(?:always|still|suddenly|then|quickly|soon|eventually|sometimes|just|directly|immediately|constantly|consistently|continuously|also)\s+)?(?:became|becomes?|becoming|equal(?:s|ed|led)?(?:\s+to)?|ha(?:s|ve)\s+become|(?:always|still|constantly)\s+be|show(?:s|ed|ing)?|turn(?:s|ed|ing)?(?:\s+(?:in)?to)?|go(?:es|ing)?|went|ha(?:s|ve|d)\s+(?:gone|turned)|(?:is|was|are|were)\s+going|keeps?\s+being|kept\s+being|stay(?:s|ed)?|remain(?:s|ed)?|(?:is|was|are|were)\s+[*_]{{0,2}}(?:always|still|constantly|consistently)|change[sd]?\s+to|jump(?:s|ed)?\s+to|explode[sd]?\s+to|(?:rise[sn]?|rose)\s+to|drop(?:s|ped)?\s+to|approach(?:es|ed)?|reach(?:es|ed)?)\s+(?:(?:to|into|be)\s+)?[*_'"`]{{0,2}}{TOKEN}"#,
@@ -294,7 +299,7 @@ fn patterns() -> &'static Patterns {
         // A sentence's supposition or advice also shows in its modal verbs, in a question word
         // and in the verbs of what a guard does with the value.
         hedged: Regex::new(&format!(
-            r"(?i)\b(?:{SUPPOSED_OR_NEGATED}|checking|stop|skip\w*|handl\w*|raise|could|might|may|can|will|would|should|why|how|what|reasons?)\b"
+            r"(?i)\b(?:{CONDITIONAL}|{GUARDED_OR_NEGATED}|checking|stop|skip\w*|handl\w*|raise|could|might|may|can|will|would|should|why|how|what|reasons?)\b"
         ))
         .expect("static regex"),
         scale_metric: Regex::new(
@@ -304,10 +309,14 @@ fn patterns() -> &'static Patterns {
     })
 }
 
-/// Words that make a clause about a value a supposition, a guard or a negation ("if the loss is
-/// nan", "ignore batches where …", "no nan loss"): `message_prose`'s list, and the start of
+/// Conditional words, which keep their whole sentence a supposition ("if the loss is nan",
+/// "ignore batches where …"): `conditional`'s list, and the first half of `message_prose`'s and
 /// `hedged`'s.
-const SUPPOSED_OR_NEGATED: &str = r"if|when|whenever|whether|unless|until|in case|once|where|avoid|prevent|detect\w*|checks?|ignor\w*|no|not|never|without";
+const CONDITIONAL: &str = r"if|when|whenever|whether|unless|until|in case|once|where";
+
+/// Words that make a clause about a value a guard or a negation ("avoid nan loss", "no nan
+/// loss"): the second half of `message_prose`'s and `hedged`'s lists, after [`CONDITIONAL`].
+const GUARDED_OR_NEGATED: &str = r"avoid|prevent|detect\w*|checks?|ignor\w*|no|not|never|without";
 
 fn headline(category: &'static str, hint: &'static str) -> Evidence {
     Evidence::Headline {
@@ -818,7 +827,21 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
         return Some(e);
     }
     if nan_tensor(line) {
-        return Some(headline("non_finite_value", NAN_TENSOR_HINT));
+        // A metrics dict's entry before the tensor ("'grad_norm': nan —— last_hidden_state:
+        // tensor([[[nan, nan, …") names what went non-finite; the tensor is what the writer
+        // printed to find out where.
+        let tensor_at = line
+            .find("tensor([")
+            .or_else(|| line.find("[nan "))
+            .unwrap_or(line.len());
+        let entry = p.keyed.captures(&line[..tensor_at]).filter(|c| {
+            c.name("key")
+                .is_some_and(|k| matches!(line[..k.start()].chars().next_back(), Some('\'' | '"')))
+        });
+        return match entry {
+            Some(c) => value_headline(&c, false),
+            None => Some(headline("non_finite_value", NAN_TENSOR_HINT)),
+        };
     }
     if let Some(e) = runtime_message(line, LOGGED_VALUE_CHECKS) {
         return e.map(provisional);
@@ -1034,10 +1057,12 @@ pub fn parse(line: &str, min_loss_scale: f64) -> Option<Evidence> {
                 return Some(headline("non_finite_value", FOUND_HINT));
             }
             // "I keep getting Nan loss at around 40 epochs": the value before its key in the
-            // writer's report, with nothing hypothetical before it.
+            // writer's report, with nothing hypothetical before it ("for some reason I receive
+            // NaNs for the loss" says the writer cannot explain it, [`unexplained`]).
             if let Some(c) = p.adjectival.captures(line).filter(|c| {
                 c.get(0).is_some_and(|m| {
-                    super::prose::has_report_cue(line) && !p.hedged.is_match(&line[..m.start()])
+                    super::prose::has_report_cue(line)
+                        && !p.hedged.is_match(&unexplained(&line[..m.start()]))
                 }) && !names_the_scaler(c, line)
             }) {
                 return value_headline(&c, false);
@@ -1161,15 +1186,6 @@ fn sentence_end() -> &'static Regex {
     super::prose::cached(&R, r"[.!?](?:\s|$)")
 }
 
-/// A conditional word, which keeps its whole sentence a supposition.
-fn conditional() -> &'static Regex {
-    static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    super::prose::cached(
-        &R,
-        r"(?i)\b(?:if|when|whenever|whether|unless|until|in case|once|where)\b",
-    )
-}
-
 /// Where a new clause opens that a negation before it does not reach: "but" after a
 /// comma ("no error is thrown, but …") and a semicolon. A condition reaches past it.
 fn clause_breaks() -> &'static Regex {
@@ -1232,7 +1248,7 @@ impl Reach {
             breaks: clause_breaks().find_iter(line).map(|m| m.end()).collect(),
             modals: modal.find_iter(line).map(|m| m.start()).collect(),
             sentence_ends: sentence_end().find_iter(line).map(|m| m.start()).collect(),
-            condition: conditional().find(line).map(|m| m.start()),
+            condition: p.conditional.find(line).map(|m| m.start()),
         }
     }
 
@@ -1273,6 +1289,17 @@ fn own_conditions(text: &str) -> std::borrow::Cow<'_, str> {
     super::prose::cached(
         &R,
         r"(?i)\b(?:(?:when|whenever|if|once)\s+(?:i|we)|(?:when|while)\s+(?:[a-z]{2,20}-)?[a-z]{2,20}ing|for\s+(?:some|whatever|an?\s+unknown)\s+reasons?)\b",
+    )
+    .replace_all(text, " ")
+}
+
+/// `text` without "for some reason" (or "whatever" or "an unknown" reason): the writer cannot
+/// explain what they saw, which asks nothing ("for some reason I receive NaNs for the loss").
+fn unexplained(text: &str) -> std::borrow::Cow<'_, str> {
+    static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    super::prose::cached(
+        &R,
+        r"(?i)\bfor\s+(?:some|whatever|an?\s+unknown)\s+reasons?\b",
     )
     .replace_all(text, " ")
 }

@@ -65,9 +65,11 @@ fn explained_after() -> &'static Regex {
 }
 
 /// Someone met the error: first person with a verb of running into something (an adverb may
-/// come between them: "I am unexpectedly getting", "we randomly hit"), a program that
+/// come between them: "I am unexpectedly getting", "we randomly hit"; the contraction with a
+/// typographic apostrophe too, "I’m getting", as editors and word processors set it), a program that
 /// crashed or failed with it, one that printed, threw or gave it (or where it "occured", as
-/// reporters often spell it), one that keeps doing so ("it keeps showing `CUDA out of
+/// reporters often spell it), one that "encounters an error" (the run's own words for it: "on the
+/// 1080 system it encounters an error: `…`"), one that keeps doing so ("it keeps showing `CUDA out of
 /// memory`"), a second verb of the reporter's sentence ("I am trying to run X
 /// and encountered this error: …"), or a plea for help ("any ideas", "please help"; not "can
 /// you …", which maintainers ask as often as reporters). "happened" counts only as an event's verb ("happened
@@ -79,7 +81,7 @@ pub(super) fn report_cue() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     cached(
         &R,
-        r"(?i)\b(?:i|we)(?:'m|'ve|'d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*(?:\s+[a-z]+ly)?\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,4}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|outputs|reports|occurs|occurred|occured|yields|yielded)\b|\b(?:keeps?|kept)\s+(?:on\s+)?(?:showing|getting|throwing|giving|raising|printing|reporting|hitting|crashing|failing|telling|saying|returning|producing|outputting)\b|\b(?:gives|gave)\b(?:\s*$|\s*[^\su]|\s+u(?:$|[^p]|p\w))|\bhappened(?:$|[.,;:!)]|\s+(?:when|while|after|during|again|on|at|in|with|for|today|yesterday|randomly|sometimes|twice))|\bthen\s+(?:it\s+)?(?:print|throw|rais|show|giv|output|report)(?:s|es|ed|e)?\s+(?:an?|the|this|that)\s+(?:error|exception)\b|\bany\s+(?:ideas?|help|suggestions?|advice|hints?)\b|\bplease\s+help\b|\bhelp\s+me\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)|\bbefore\s+(?:getting|hitting|running\s+into|encountering)\b|\band\s+(?:then\s+|now\s+|still\s+|always\s+)?(?:got|get|encountered|encounter|received|receive|ran into|run into|met|meet|saw|see|faced|face|obtained)(?:\s+(?:this|these|the|an?|such|same)\b|\s*[\x22'`\x{201c}])|\b(?:in|on) my\b|\bmy (?:\w+ ){0,2}(?:job|run|training|model|code|script|program|process|setup|node|machine|server|gpu|cluster|case)s?\b",
+        r"(?i)\b(?:i|we)(?:['’]m|['’]ve|['’]d| am| are| have| had| was| were| keep| still| also| now| always| sometimes| often| just| then)*(?:\s+[a-z]+ly)?\s+(?:get|gets|got|getting|see|saw|seeing|seen|encounter\w*|hit|hitting|ran into|run into|running into|face[ds]?|facing|receiv\w*|meet|met|meeting|observ\w*|experienc\w*|notic\w*|found|obtain\w*)\b|\b(?:crash\w*|fail(?:s|ed|ing)?|die[sd]?|dying|abort\w*|exit(?:s|ed)?|terminat\w*|stops?|stopped)\s+(?:\w+\s+){0,4}with\b|\b(?:my|our)\s+(?:\w+\s+){0,2}(?:crash\w*|fail\w*|die[sd]?|abort\w*|throw\w*|rais\w*)|\b(?:throws|threw|thrown|raised|prints|printed|shows|showed|outputs|reports|occurs|occurred|occured|yields|yielded)\b|\bencounter(?:s|ed)\s+(?:an?|the|this)\s+error\b|\b(?:keeps?|kept)\s+(?:on\s+)?(?:showing|getting|throwing|giving|raising|printing|reporting|hitting|crashing|failing|telling|saying|returning|producing|outputting)\b|\b(?:gives|gave)\b(?:\s*$|\s*[^\su]|\s+u(?:$|[^p]|p\w))|\bhappened(?:$|[.,;:!)]|\s+(?:when|while|after|during|again|on|at|in|with|for|today|yesterday|randomly|sometimes|twice))|\bthen\s+(?:it\s+)?(?:print|throw|rais|show|giv|output|report)(?:s|es|ed|e)?\s+(?:an?|the|this|that)\s+(?:error|exception)\b|\bany\s+(?:ideas?|help|suggestions?|advice|hints?)\b|\bplease\s+help\b|\bhelp\s+me\b|\b(?:when|after|while|whenever)\s+(?:i|we)\b|\bfollowing (?:error|exception|output|log|message)|\bbefore\s+(?:getting|hitting|running\s+into|encountering)\b|\band\s+(?:then\s+|now\s+|still\s+|always\s+)?(?:got|get|encountered|encounter|received|receive|ran into|run into|met|meet|saw|see|faced|face|obtained)(?:\s+(?:this|these|the|an?|such|same)\b|\s*[\x22'`\x{201c}])|\b(?:in|on) my\b|\bmy (?:\w+ ){0,2}(?:job|run|training|model|code|script|program|process|setup|node|machine|server|gpu|cluster|case)s?\b",
     )
 }
 
@@ -228,6 +230,7 @@ pub fn names_error_in_passing(line: &str, hits: &[Range<usize>]) -> bool {
         || listed_as_a_topic(line, hits)
         || (names_a_class(line) && !has_report_cue(line))
         || met_if_you(line, hits)
+        || failure_foretold(line, hits)
         || named_as_a_pattern(line, hits)
         || supposed_in_chinese(line, hits)
     {
@@ -529,6 +532,28 @@ fn named_as_a_pattern(line: &str, hits: &[Range<usize>]) -> bool {
         return false;
     };
     line.get(..first).is_some_and(|b| sought.is_match(b)) && !has_report_cue(line)
+}
+
+/// Is every one of `hits` the error that a modal verb foretells a failure with: a release note's
+/// fixed issue ("… could fail with CUDNN_STATUS_NOT_SUPPORTED during the execution. This issue
+/// has been fixed."), a guide's warning ("applications will fail with
+/// CUDA_ERROR_SYSTEM_NOT_READY until …", "large batches may crash with …")? What can happen, not
+/// what did. "Would" is no such verb: reporters tell with it what their run did each time ("it
+/// would crash with …"), and so are "will" and "can" with an adverb of frequency ("it will randomly
+/// crash with …"); a line that reports otherwise ("any ideas?", "I keep getting …") stays a report.
+/// The exception's class or "CUDA error:" may come between "with" and the error. The look-back is
+/// bounded, so a line of many hits stays linear.
+fn failure_foretold(line: &str, hits: &[Range<usize>]) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let r = cached(
+        &R,
+        r#"(?i)\b(?:will|may|might|can|could|won['’]t|cannot|can['’]t)\s+(?:(?:not|also|then|still|eventually|either|likely|only|potentially)\s+)?(?:fail|crash|abort|error out|die|exit|terminate|stop)\s+with\s+(?:an?\s+|the\s+)?(?:error\s+)?["'`\x{201c}]?(?:[A-Za-z]+(?:Error|Exception):\s*)?(?:CUDA error:\s*)?$"#,
+    );
+    !hits.is_empty()
+        && hits
+            .iter()
+            .all(|h| r.is_match(window_before(line, h.start, 160)))
+        && !has_report_cue(line)
 }
 
 /// Is every one of `hits` what a conditional addressed to the reader supposes they meet, in the

@@ -1264,6 +1264,23 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
             // PyTorch's cuDNN v8/v9 frontend path: "cuDNN Frontend error: [cudnn_frontend]
             // Error: No execution plans support the graph." (aten/src/ATen/native/cudnn).
             "cuDNN Frontend error",
+            // JAX's checks, the failed call and then JAX's words for the status
+            // ("…/solver_kernels.cc:45: operation gpusolverDnCreate(&handle) failed: cuSolver
+            // internal error"), and older jaxlib's exceptions that carry the words alone
+            // ("RuntimeError: cuSolver internal error"); `cuda_catalog`'s JAX table names the
+            // status.
+            "failed: cuSolver ",
+            "failed: cuBlas ",
+            "failed: cuFFT ",
+            "cuSolver internal error",
+            "cuSolver execution failed",
+            "cuSolver allocation failed",
+            "cuBlas internal error",
+            "cuBlas execution failed",
+            "cuBlas allocation failure",
+            "cuFFT internal error",
+            "cuFFT execution failed",
+            "cuFFT allocation failed",
         ],
         kind: Kind::CudaError,
         category: "unknown",
@@ -1588,11 +1605,37 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         guard: None,
     },
     HeadlineRule {
-        // Writers hyphenate the words as an adjective ("I'm getting a CUDA out-of-memory error");
-        // no program prints them so, and guides and docstrings write them as often, so only a
-        // report in the first person counts (`guards::first_person_report`).
+        // Writers hyphenate the words as an adjective ("I'm getting a CUDA out-of-memory error")
+        // or turn them round ("I get a \"RuntimeError: Out of CUDA memory\" error"); no program
+        // prints them so, and guides and docstrings write them as often ("PyTorch then throws
+        // the dreaded CUDA out-of-memory error"), so only a report in the first person counts
+        // (`guards::first_person_report`).
         guard: Some(guards::first_person_report),
-        ..gpu_oom("cuda_oom_reported", &["CUDA out-of-memory"])
+        ..gpu_oom(
+            "cuda_oom_reported",
+            &["CUDA out-of-memory", "Out of CUDA memory"],
+        )
+    },
+    HeadlineRule {
+        // The writer's run running out of GPU memory ("We ran out of GPU memory at batch size
+        // 64", "I keep running out of CUDA memory"): a report only with the writer as the
+        // subject, in the past or the progressive; the present is what code or a guide says
+        // happens ("when we run out of GPU memory, the batch is split"), see
+        // `guards::ran_out_in_first_person`. CUDA.jl's "Out of GPU memory trying to allocate"
+        // is its own row.
+        guard: Some(guards::ran_out_in_first_person),
+        ..gpu_oom(
+            "cuda_oom_ran_out",
+            &[
+                "ran out of GPU memory",
+                "run out of GPU memory",
+                "running out of GPU memory",
+                "ran out of gpu memory",
+                "running out of gpu memory",
+                "ran out of CUDA memory",
+                "running out of CUDA memory",
+            ],
+        )
     },
     HeadlineRule {
         // The CUDA runtime's own text for `cudaErrorMemoryAllocation` ("out of memory", from
@@ -3257,9 +3300,10 @@ pub const HEADLINE_RULES: &[HeadlineRule] = &[
         // until the count reaches the world size: "Timed out initializing process group in store
         // based barrier on rank: 3, for key: store_based_barrier_key:1 (world_size=8,
         // worker_count=4, timeout=0:30:00)". The store answered, so the connection worked; the
-        // ranks did not all arrive.
+        // ranks did not all arrive. A title may quote the message's opening words only ("Timed
+        // out initializing process group with --num_nodes=2").
         name: "c10d_store_barrier_timeout",
-        literals: &["Timed out initializing process group in store"],
+        literals: &["Timed out initializing process group"],
         kind: Kind::NcclError,
         category: "c10d_store_barrier_timeout",
         blame: Blame::Unknown,

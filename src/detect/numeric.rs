@@ -1283,14 +1283,18 @@ impl Reach {
 /// sizes, the losses become nan"): what they did, and a report of what followed, not a
 /// supposition. "When" or "while" before a verb's -ing form tells what the run was doing ("When
 /// trying to teach mGPT through a notebook, after a while loss equals \"nan\"", "When
-/// fine-tuning XTTS_v2 …"), and "for some reason" says the writer cannot explain what they saw.
+/// fine-tuning XTTS_v2 …"), and "for some reason" says the writer cannot explain what they saw
+/// ([`unexplained`]).
 fn own_conditions(text: &str) -> std::borrow::Cow<'_, str> {
     static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    super::prose::cached(
+    let r = super::prose::cached(
         &R,
-        r"(?i)\b(?:(?:when|whenever|if|once)\s+(?:i|we)|(?:when|while)\s+(?:[a-z]{2,20}-)?[a-z]{2,20}ing|for\s+(?:some|whatever|an?\s+unknown)\s+reasons?)\b",
-    )
-    .replace_all(text, " ")
+        r"(?i)\b(?:(?:when|whenever|if|once)\s+(?:i|we)|(?:when|while)\s+(?:[a-z]{2,20}-)?[a-z]{2,20}ing)\b",
+    );
+    match unexplained(text) {
+        std::borrow::Cow::Borrowed(t) => r.replace_all(t, " "),
+        std::borrow::Cow::Owned(t) => std::borrow::Cow::Owned(r.replace_all(&t, " ").into_owned()),
+    }
 }
 
 /// `text` without "for some reason" (or "whatever" or "an unknown" reason): the writer cannot

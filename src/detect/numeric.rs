@@ -1287,25 +1287,24 @@ impl Reach {
 /// ([`unexplained`]).
 fn own_conditions(text: &str) -> std::borrow::Cow<'_, str> {
     static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    let r = super::prose::cached(
-        &R,
-        r"(?i)\b(?:(?:when|whenever|if|once)\s+(?:i|we)|(?:when|while)\s+(?:[a-z]{2,20}-)?[a-z]{2,20}ing)\b",
-    );
-    match unexplained(text) {
-        std::borrow::Cow::Borrowed(t) => r.replace_all(t, " "),
-        std::borrow::Cow::Owned(t) => std::borrow::Cow::Owned(r.replace_all(&t, " ").into_owned()),
-    }
+    R.get_or_init(|| {
+        Regex::new(&format!(
+            r"(?i)\b(?:(?:when|whenever|if|once)\s+(?:i|we)|(?:when|while)\s+(?:[a-z]{{2,20}}-)?[a-z]{{2,20}}ing|{UNEXPLAINED})\b"
+        ))
+        .expect("static regex")
+    })
+    .replace_all(text, " ")
 }
 
-/// `text` without "for some reason" (or "whatever" or "an unknown" reason): the writer cannot
-/// explain what they saw, which asks nothing ("for some reason I receive NaNs for the loss").
+/// "For some reason" (or "whatever" or "an unknown" reason): the writer cannot explain what they
+/// saw, which asks nothing. Shared by [`own_conditions`] and [`unexplained`].
+const UNEXPLAINED: &str = r"for\s+(?:some|whatever|an?\s+unknown)\s+reasons?";
+
+/// `text` without [`UNEXPLAINED`]'s words ("for some reason I receive NaNs for the loss").
 fn unexplained(text: &str) -> std::borrow::Cow<'_, str> {
     static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    super::prose::cached(
-        &R,
-        r"(?i)\bfor\s+(?:some|whatever|an?\s+unknown)\s+reasons?\b",
-    )
-    .replace_all(text, " ")
+    R.get_or_init(|| Regex::new(&format!(r"(?i)\b{UNEXPLAINED}\b")).expect("static regex"))
+        .replace_all(text, " ")
 }
 
 /// The runs of `key=value` pairs on `line`, the way a trainer prints its metrics (k2/icefall's
